@@ -1,0 +1,138 @@
+"""Organizations, websites, operators and their credentials (the `parley admin` commands and sign-in)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from commands.errors import Conflict, Invalid, NotFound
+from commands.principal import ALL_SCOPES
+from commands.streams import load, name_stream, now
+from events import types as ev
+from events.store import EventStore, Pending, StreamConflict
+from parley.ids import new_id
+
+VANITY = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+_passwords = PasswordHasher()
+
+
+def hash_secret(secret: str) -> str:
+    """Credentials are random and long, so a fast hash is enough to keep them unrecoverable at rest."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Created:
+    id: uuid.UUID
+    position: int
+
+
+def create_org(store: EventStore, name: str) -> Created:
+    if not name.strip():
+        raise Invalid("name must not be empty", "name")
+    org_id = new_id()
+    position = store.append(Pending(org_id, 1, ev.OrganizationCreated(org_id=org_id, at=now(), name=name.strip())))
+    return Created(org_id, position)
+
+
+def _reserve(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pending:
+    return Pending(name_stream(kind, value), 1,
+                   ev.NameReserved(org_id=org_id, at=now(), kind=kind, value=value, owner_id=owner))
+
+
+def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color: str | None) -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    if not VANITY.match(name):
+        raise Invalid("the vanity id is 2-63 characters of a-z, 0-9 and '-'", "name")
+    if brand_color is not None and not HEX_COLOR.match(brand_color):
+        raise Invalid("brand color must look like #1a2b3c", "brandColor")
+    website_id = new_id()
+    identity_secret = secrets.token_hex(32)
+    try:
+        position = store.append(
+            _reserve("website", name, org_id, website_id),
+            Pending(website_id, 1, ev.WebsiteCreated(org_id=org_id, at=now(), website_id=website_id, name=name,
+                                                     brand_color=brand_color, identity_secret=identity_secret)),
+        )
+    except StreamConflict:
+        raise Conflict(f"the vanity id {name!r} is taken", "name") from None
+    return Created(website_id, position), identity_secret
+
+
+def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str) -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    email = email.strip().lower()
+    if not EMAIL.match(email):
+        raise Invalid("not an e-mail address", "email")
+    if len(password) < 8:
+        raise Invalid("the password needs at least 8 characters", "password")
+    operator_id = new_id()
+    try:
+        store.append(
+            _reserve("operator-email", email, org_id, operator_id),
+            Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id, email=email,
+                                                       password_hash=_passwords.hash(password))),
+        )
+    except StreamConflict:
+        raise Conflict("an operator with this e-mail address exists", "email") from None
+    token, position = issue_token(store, org_id, operator_id)
+    return Created(operator_id, position), token
+
+
+def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID) -> tuple[str, int]:
+    token = "pt_" + secrets.token_urlsafe(32)
+    token_id = new_id()
+    position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
+        org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token))))
+    return token, position
+
+
+def password_matches(password_hash: str, password: str) -> bool:
+    try:
+        return _passwords.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def revoke_token(store: EventStore, org_id: uuid.UUID, token_id: uuid.UUID) -> int:
+    token = load(store, token_id, ev.OperatorTokenIssued, org_id, "token")
+    return store.append(Pending(token_id, token.version + 1,
+                                ev.OperatorTokenRevoked(org_id=org_id, at=now(), token_id=token_id)))
+
+
+def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], website_id: uuid.UUID | None,
+                   rate_per_minute: int | None) -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    unknown = sorted(set(scopes) - ALL_SCOPES)
+    if unknown or not scopes:
+        raise Invalid(f"unknown scopes {unknown}; known: {sorted(ALL_SCOPES)}", "scopes")
+    if website_id is not None:
+        load(store, website_id, ev.WebsiteCreated, org_id, "website")
+    if rate_per_minute is not None and rate_per_minute < 1:
+        raise Invalid("the rate must be a positive number per minute", "rate")
+    key_id = new_id()
+    secret = "pk_" + secrets.token_urlsafe(32)
+    position = store.append(Pending(key_id, 1, ev.ApiKeyCreated(
+        org_id=org_id, at=now(), key_id=key_id, secret_hash=hash_secret(secret), scopes=sorted(set(scopes)),
+        website_id=website_id, rate_per_minute=rate_per_minute)))
+    return Created(key_id, position), secret
+
+
+def revoke_api_key(store: EventStore, key_id: uuid.UUID) -> Created:
+    history = store.load(key_id)
+    if not history or not isinstance(history[0].event, ev.ApiKeyCreated):
+        raise NotFound("API key not found", "id")
+    org_id = history[0].event.org_id
+    if any(isinstance(r.event, ev.ApiKeyRevoked) for r in history):
+        return Created(key_id, store.org_position(org_id))
+    position = store.append(Pending(key_id, history[-1].version + 1,
+                                    ev.ApiKeyRevoked(org_id=org_id, at=now(), key_id=key_id)))
+    return Created(key_id, position)

@@ -1,0 +1,33 @@
+"""The refusals a command can answer with; the API turns each into a problem+json response."""
+
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    status = 400
+    title = "Bad Request"
+
+    def __init__(self, detail: str, field: str | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+
+
+class Invalid(CommandError):
+    status, title = 400, "Invalid request"
+
+
+class Unauthorized(CommandError):
+    status, title = 401, "Unauthorized"
+
+
+class Forbidden(CommandError):
+    status, title = 403, "Forbidden"
+
+
+class NotFound(CommandError):
+    status, title = 404, "Not Found"
+
+
+class Conflict(CommandError):
+    status, title = 409, "Conflict"

@@ -1,0 +1,28 @@
+"""Who is acting: the credential a request authenticated with, reduced to what commands need."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+ALL_SCOPES = frozenset({
+    "conversations:read", "customers:read", "customers:write", "documents:read",
+    "messages:read", "messages:write", "websites:read",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    kind: Literal["operator", "apikey", "chat"]
+    org_id: uuid.UUID
+    credential_id: uuid.UUID
+    scopes: frozenset[str] = field(default=ALL_SCOPES)
+    website_id: uuid.UUID | None = None  # a pinned key, or the visitor's website
+    operator_id: uuid.UUID | None = None
+    customer_id: uuid.UUID | None = None  # the visitor of a chat session
+    rate_per_minute: int | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.kind == "operator"

@@ -1,0 +1,135 @@
+"""The JetStream stream that fans the notification log out to consumers, and the relay that fills it.
+
+The relay publishes the log in order with `Nats-Msg-Id` set to the position, so a crash between commit
+and publish only re-publishes (JetStream drops the duplicate). Each message also names the position
+published before it, so a consumer can tell a gap (a wiped or trimmed stream) from a normal jump.
+Only one relay runs at a time across all processes: it holds a PostgreSQL advisory lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import nats
+import psycopg
+from nats.js import JetStreamContext
+from nats.js.api import StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+
+from events.store import NOTIFY_CHANNEL, EventStore, Recorded, encode_event
+
+log = logging.getLogger("parley.relay")
+
+DEFAULT_STREAM = "PARLEY_EVENTS"
+POSITION = "Parley-Position"
+PREVIOUS = "Parley-Previous-Position"
+RELAY_LOCK = 0x7061726C6579  # "parley"
+BATCH = 500
+
+
+async def connect(url: str) -> nats.NATS:
+    return await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.25, name="parley")
+
+
+def subject_of(stream: str) -> str:
+    return f"parley.{stream.lower()}"
+
+
+async def ensure_stream(js: JetStreamContext, stream: str) -> None:
+    try:
+        await js.stream_info(stream)
+    except NotFoundError:
+        await js.add_stream(StreamConfig(name=stream, subjects=[subject_of(stream)], storage=StorageType.FILE))
+
+
+async def position_at(js: JetStreamContext, stream: str, seq: int) -> int:
+    msg = await js.get_msg(stream, seq)
+    return int(msg.headers[POSITION])
+
+
+async def last_published(js: JetStreamContext, stream: str) -> int:
+    info = await js.stream_info(stream)
+    if info.state.messages == 0:
+        return 0
+    return await position_at(js, stream, info.state.last_seq)
+
+
+async def first_seq_after(js: JetStreamContext, stream: str, position: int) -> int:
+    """The stream sequence of the first message whose position is greater than `position`.
+
+    Positions grow along the stream, so a binary search over sequences finds it in a few reads."""
+    info = await js.stream_info(stream)
+    lo, hi = info.state.first_seq, info.state.last_seq + 1
+    if info.state.messages == 0:
+        return hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            found = await position_at(js, stream, mid)
+        except NotFoundError:  # a deleted message: step past it
+            lo = mid + 1
+            continue
+        if found > position:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def message_headers(recorded: Recorded, previous: int) -> dict[str, str]:
+    return {
+        "Nats-Msg-Id": str(recorded.position),
+        POSITION: str(recorded.position),
+        PREVIOUS: str(previous),
+        "Parley-Stream": str(recorded.stream_id),
+    }
+
+
+class Relay:
+    def __init__(self, store: EventStore, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM):
+        self.store = store
+        self.database_url = database_url
+        self.nats_url = nats_url
+        self.stream = stream
+
+    async def run(self) -> None:
+        """Runs until cancelled; restarts itself after any infrastructure error."""
+        while True:
+            try:
+                await self._run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("relay failed; restarting")
+                await asyncio.sleep(0.5)
+
+    async def _run_once(self) -> None:
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (RELAY_LOCK,))).fetchone())[0]:
+                await asyncio.sleep(1.0)
+            await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            nc = await connect(self.nats_url)
+            try:
+                js = nc.jetstream()
+                await ensure_stream(js, self.stream)
+                published = await last_published(js, self.stream)
+                while True:
+                    batch = await asyncio.to_thread(self.store.read, published, BATCH)
+                    if batch:
+                        published = await self._publish(js, batch, published)
+                    if len(batch) < BATCH:
+                        async for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            pass
+            finally:
+                await nc.close()
+
+    async def _publish(self, js: JetStreamContext, batch: list[Recorded], previous: int) -> int:
+        # Sent one after another on one connection, they reach the server in order; acks come back together.
+        acks = []
+        for recorded in batch:
+            acks.append(await js.publish_async(subject_of(self.stream), encode_event(recorded.event), stream=self.stream,
+                                               headers=message_headers(recorded, previous)))
+            previous = recorded.position
+        await asyncio.gather(*acks)
+        return previous

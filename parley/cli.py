@@ -1,0 +1,247 @@
+"""The `parley` command: serve, administration, and projection maintenance."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psycopg
+import uvicorn
+
+from commands import admin
+from commands.errors import CommandError
+from events.store import EventStore
+from parley.ids import parse_id
+from parley.runtime import Infrastructure, Runtime
+from parley.settings import Settings, load_settings
+from projections.runner import catch_up_if_idle, current_position, rebuild
+
+log = logging.getLogger("parley")
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn re-raises the signal it caught once it stops, which would kill us before the embedded
+    servers are stopped; we handle the signals ourselves instead."""
+
+    def capture_signals(self):  # type: ignore[override]
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+async def _serve(settings: Settings, infra: Infrastructure) -> None:
+    runtime = Runtime(settings, infra.database_url, infra.nats_url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        if settings.role in ("workers", "all"):
+            await runtime.start_workers()
+        if settings.role in ("api", "all"):
+            app = await runtime.create_app()
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((settings.host, settings.port))
+            base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
+            server = _Server(uvicorn.Config(app, lifespan="off", access_log=False,
+                                            log_level=settings.log_level.lower()))
+            serving = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.01)
+            infra.publish(base_url)
+            print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            await asyncio.wait([serving, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+            server.should_exit = True
+            await serving
+        else:
+            infra.publish("")
+            print("Parley workers running", flush=True)
+            await stop.wait()
+    finally:
+        await runtime.stop()
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    settings = _settings(args, host=args.host, port=args.port, role=args.role)
+    infra = Infrastructure(settings).start(reuse_running=False)
+    try:
+        asyncio.run(_serve(settings, infra))
+    finally:
+        infra.stop()
+
+
+def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    settings = load_settings(data_dir=getattr(args, "data_dir", None), **overrides)
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return settings
+
+
+async def _make_usable(infra: Infrastructure, store: EventStore, position: int, timeout: float = 30.0) -> None:
+    """Returns once the core read model holds `position`: by catching it up here when no worker runs,
+    or by waiting for the worker that does."""
+    from projections.core import CoreProjection
+
+    projection = CoreProjection()
+    if await catch_up_if_idle(infra.database_url, projection, store):
+        return
+    deadline = time.monotonic() + timeout
+    async with await psycopg.AsyncConnection.connect(infra.database_url, autocommit=True) as conn:
+        while await current_position(conn, projection.name) < position:
+            if time.monotonic() > deadline:
+                raise SystemExit("the running server did not apply the change in time")
+            await asyncio.sleep(0.02)
+
+
+def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
+    settings = _settings(args)
+    infra = Infrastructure(settings).start(reuse_running=True)
+    store = EventStore(infra.database_url, pool_size=1)
+    try:
+        result, position = command(store)
+        asyncio.run(_make_usable(infra, store, position))
+    except CommandError as exc:
+        print(json.dumps({"error": exc.detail, "field": exc.field}), file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        store.close()
+        infra.stop()
+    print(json.dumps(result))
+
+
+def _required_id(value: str, flag: str):
+    parsed = parse_id(value)
+    if parsed is None:
+        print(json.dumps({"error": f"{flag} is not a valid id", "field": flag}), file=sys.stderr)
+        raise SystemExit(2)
+    return parsed
+
+
+RATE = re.compile(r"^(\d+)(?:/min)?$")
+
+
+def _rate(value: str | None) -> int | None:
+    if value is None:
+        return None
+    match = RATE.match(value)
+    if not match:
+        raise argparse.ArgumentTypeError("rate must look like 120/min")
+    return int(match.group(1))
+
+
+def cmd_admin(args: argparse.Namespace) -> None:
+    target = (args.entity, args.action)
+    if target == ("org", "create"):
+        def run(store):
+            created = admin.create_org(store, args.name)
+            return {"id": str(created.id)}, created.position
+    elif target == ("website", "create"):
+        org = _required_id(args.org, "--org")
+
+        def run(store):
+            created, identity_secret = admin.create_website(store, org, args.name, args.brand_color)
+            return {"id": str(created.id), "websiteName": args.name, "identitySecret": identity_secret}, created.position
+    elif target == ("operator", "create"):
+        org = _required_id(args.org, "--org")
+
+        def run(store):
+            created, token = admin.create_operator(store, org, args.email, args.password)
+            return {"id": str(created.id), "token": token}, created.position
+    elif target == ("apikey", "create"):
+        org = _required_id(args.org, "--org")
+        website = _required_id(args.website, "--website") if args.website else None
+        scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+
+        def run(store):
+            created, secret = admin.create_api_key(store, org, scopes, website, args.rate)
+            return {"id": str(created.id), "secret": secret}, created.position
+    else:
+        key = _required_id(args.id, "--id")
+
+        def run(store):
+            created = admin.revoke_api_key(store, key)
+            return {"id": str(created.id), "revoked": True}, created.position
+    _admin(args, run)
+
+
+def cmd_projections(args: argparse.Namespace) -> None:
+    from parley.runtime import PROJECTIONS
+
+    settings = _settings(args)
+    names = [args.name] if args.name else list(PROJECTIONS)
+    unknown = [n for n in names if n not in PROJECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown projection {unknown[0]!r}; known: {', '.join(PROJECTIONS)}")
+    infra = Infrastructure(settings).start(reuse_running=True)
+    store = EventStore(infra.database_url, pool_size=1)
+    try:
+        result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store)) for name in names}
+    finally:
+        store.close()
+        infra.stop()
+    print(json.dumps({"rebuilt": result}))
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="parley", description="Parley customer-support workspace")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    def with_data_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--data-dir", type=Path, help="data directory (default ./.parley or PARLEY_DATA_DIR)")
+        return p
+
+    serve = with_data_dir(commands.add_parser("serve", help="run the API and the workers"))
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--role", choices=["api", "workers", "all"])
+    serve.set_defaults(func=cmd_serve)
+
+    admin_parser = commands.add_parser("admin", help="administration").add_subparsers(dest="entity", required=True)
+    org = admin_parser.add_parser("org").add_subparsers(dest="action", required=True)
+    with_data_dir(org.add_parser("create")).add_argument("--name", required=True)
+    website = with_data_dir(admin_parser.add_parser("website").add_subparsers(dest="action", required=True)
+                            .add_parser("create"))
+    website.add_argument("--org", required=True)
+    website.add_argument("--name", required=True)
+    website.add_argument("--brand-color")
+    operator = with_data_dir(admin_parser.add_parser("operator").add_subparsers(dest="action", required=True)
+                             .add_parser("create"))
+    operator.add_argument("--org", required=True)
+    operator.add_argument("--email", required=True)
+    operator.add_argument("--password", required=True)
+    apikey = admin_parser.add_parser("apikey").add_subparsers(dest="action", required=True)
+    create_key = with_data_dir(apikey.add_parser("create"))
+    create_key.add_argument("--org", required=True)
+    create_key.add_argument("--scopes", required=True)
+    create_key.add_argument("--website")
+    create_key.add_argument("--rate", type=_rate, help="requests per minute, e.g. 120/min")
+    with_data_dir(apikey.add_parser("revoke")).add_argument("--id", required=True)
+    for sub in (admin_parser,):
+        sub.required = True
+    commands.choices["admin"].set_defaults(func=cmd_admin)
+
+    projections = commands.add_parser("projections", help="read-model maintenance").add_subparsers(
+        dest="action", required=True)
+    rebuild_parser = with_data_dir(projections.add_parser("rebuild", help="drop and rebuild read models"))
+    rebuild_parser.add_argument("name", nargs="?")
+    rebuild_parser.set_defaults(func=cmd_projections)
+    return root
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The composition root: where PostgreSQL and NATS are, and what runs in this process.
+
+`Infrastructure` finds the servers: the `PARLEY_*_URL` ones, those of a `parley serve` already running
+on the data directory, or embedded ones started here. `Runtime` wires the event store, the relay, the
+projections and the API for a role (`api`, `workers` or `all`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from psycopg_pool import AsyncConnectionPool
+
+from events.store import EventStore
+from events.stream import Relay
+from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
+from parley.settings import Settings
+from projections.core import CoreProjection
+from projections.runner import Projection, ProjectionRunner, ensure_tables
+
+log = logging.getLogger("parley")
+
+# Every read model, by the name `parley projections rebuild NAME` takes.
+PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
+    "core": lambda settings: CoreProjection(),
+}
+# Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
+WORKERS: dict[str, Callable[["Runtime"], Any]] = {}
+
+
+def server_file(data_dir: Path) -> Path:
+    return data_dir / "server.json"
+
+
+@dataclass
+class Infrastructure:
+    settings: Settings
+    database_url: str = ""
+    nats_url: str = ""
+    started: list[Any] = field(default_factory=list)
+
+    def start(self, *, reuse_running: bool) -> "Infrastructure":
+        s = self.settings
+        self.database_url, self.nats_url = s.database_url or "", s.nats_url or ""
+        if self.database_url and self.nats_url:
+            return self
+        if reuse_running and (running := running_server(s.data_dir)):
+            self.database_url = self.database_url or running["database_url"]
+            self.nats_url = self.nats_url or running["nats_url"]
+            return self
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.database_url:
+            postgres = EmbeddedPostgres(s.data_dir.resolve() / "postgres", durable=s.embedded_fsync)
+            postgres.start()
+            self.started.append(postgres)
+            self.database_url = postgres.url
+        if not self.nats_url:
+            nats_server = EmbeddedNats(s.data_dir.resolve() / "nats")
+            nats_server.start()
+            self.started.append(nats_server)
+            self.nats_url = nats_server.url
+        return self
+
+    def publish(self, base_url: str) -> None:
+        """Tells `parley admin` on the same data directory where this server's PostgreSQL and NATS are."""
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        server_file(self.settings.data_dir).write_text(json.dumps({
+            "pid": os.getpid(), "base_url": base_url,
+            "database_url": self.database_url, "nats_url": self.nats_url,
+        }))
+
+    def stop(self) -> None:
+        path = server_file(self.settings.data_dir)
+        if path.exists() and json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+        for server in reversed(self.started):
+            server.stop()
+        self.started.clear()
+
+
+def running_server(data_dir: Path) -> dict | None:
+    path = server_file(data_dir)
+    if not path.exists():
+        return None
+    info = json.loads(path.read_text())
+    return info if _pid_alive(info["pid"]) else None
+
+
+class Runtime:
+    def __init__(self, settings: Settings, database_url: str, nats_url: str):
+        self.settings = settings
+        self.database_url = database_url
+        self.nats_url = nats_url
+        self.store = EventStore(database_url, pool_size=max(4, settings.db_pool_size // 2))
+        self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
+        self.tasks: list[asyncio.Task] = []
+        self.pool: AsyncConnectionPool | None = None
+        self.services = None
+
+    async def start_workers(self) -> None:
+        self.tasks.append(asyncio.create_task(
+            Relay(self.store, self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
+        for name, projection in self.projections.items():
+            runner = ProjectionRunner(projection, self.store, self.database_url, self.nats_url,
+                                      self.settings.nats_stream)
+            self.tasks.append(asyncio.create_task(runner.run(), name=f"projection:{name}"))
+        for name, make in WORKERS.items():
+            self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
+
+    async def create_app(self):
+        from readapi.app import create_app
+        from readapi.consistency import PositionWatch
+        from readapi.services import Services
+
+        self.pool = AsyncConnectionPool(self.database_url, min_size=2, max_size=self.settings.db_pool_size,
+                                        kwargs={"autocommit": True}, open=False)
+        await self.pool.open(wait=True)
+        async with self.pool.connection() as conn:
+            for projection in self.projections.values():
+                await ensure_tables(conn, projection)
+        watch = PositionWatch(self.database_url, self.pool, self.settings.read_wait_seconds)
+        await watch.start()
+        self.services = Services(self.settings, self.store, self.pool, watch)
+        return create_app(self.services)
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.services:
+            await self.services.watch.stop()
+        if self.pool:
+            await self.pool.close()
+        self.store.close()

@@ -1,0 +1,172 @@
+"""The core read models: the tables the REST API reads for organizations, credentials, websites,
+customers, conversations and messages."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+import psycopg
+
+from events import types as ev
+from events.store import Recorded
+
+TABLES = (
+    "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_api_keys",
+    "rm_customers", "rm_conversations", "rm_messages",
+)
+
+DDL = """
+CREATE TABLE IF NOT EXISTS rm_organizations (
+    id uuid PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_websites (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, name text NOT NULL UNIQUE, brand_color text,
+    identity_secret text NOT NULL, created_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_websites_org ON rm_websites (org_id, id);
+CREATE TABLE IF NOT EXISTS rm_operators (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, email text NOT NULL UNIQUE, password_hash text NOT NULL,
+    created_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_operator_tokens (
+    token_hash text PRIMARY KEY, token_id uuid NOT NULL UNIQUE, operator_id uuid NOT NULL, org_id uuid NOT NULL,
+    revoked boolean NOT NULL DEFAULT false);
+CREATE TABLE IF NOT EXISTS rm_api_keys (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, secret_hash text NOT NULL UNIQUE, scopes text[] NOT NULL,
+    website_id uuid, rate_per_minute integer, revoked boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_customers (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, email text, nickname text, phone text,
+    language text, user_id text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_customers_org ON rm_customers (org_id, website_id, id);
+CREATE INDEX IF NOT EXISTS rm_customers_email ON rm_customers (org_id, email);
+CREATE INDEX IF NOT EXISTS rm_customers_user ON rm_customers (org_id, user_id);
+CREATE TABLE IF NOT EXISTS rm_conversations (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
+    created_at timestamptz NOT NULL, last_edit_time timestamptz NOT NULL,
+    resolved boolean NOT NULL DEFAULT false, spam boolean NOT NULL DEFAULT false,
+    operator_only boolean NOT NULL DEFAULT false);
+CREATE INDEX IF NOT EXISTS rm_conversations_org ON rm_conversations (org_id, website_id, last_edit_time DESC);
+CREATE INDEX IF NOT EXISTS rm_conversations_customer ON rm_conversations (org_id, customer_id);
+CREATE TABLE IF NOT EXISTS rm_messages (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, conversation_id uuid NOT NULL,
+    content text NOT NULL, sender text NOT NULL, reply_to uuid, internal boolean NOT NULL DEFAULT false,
+    operator_id uuid, creation_time timestamptz NOT NULL, rating text, rating_time timestamptz,
+    reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz);
+CREATE INDEX IF NOT EXISTS rm_messages_conversation ON rm_messages (conversation_id, creation_time, id);
+CREATE INDEX IF NOT EXISTS rm_messages_org ON rm_messages (org_id, website_id, id);
+"""
+
+Handler = Callable[[psycopg.AsyncConnection, Recorded], Awaitable[None]]
+
+
+class CoreProjection:
+    name = "core"
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(DDL)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        handler = HANDLERS.get(type(recorded.event))
+        if handler:
+            await handler(conn, recorded.event)
+
+
+async def _organization(conn, e: ev.OrganizationCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_organizations (id, name, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.org_id, e.name, e.at))
+
+
+async def _website(conn, e: ev.WebsiteCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_websites (id, org_id, name, brand_color, identity_secret, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.website_id, e.org_id, e.name, e.brand_color, e.identity_secret, e.at))
+
+
+async def _operator(conn, e: ev.OperatorCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_operators (id, org_id, email, password_hash, created_at) VALUES (%s, %s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING", (e.operator_id, e.org_id, e.email, e.password_hash, e.at))
+
+
+async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
+    await conn.execute(
+        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING", (e.token_hash, e.token_id, e.operator_id, e.org_id))
+
+
+async def _token_revoked(conn, e: ev.OperatorTokenRevoked) -> None:
+    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE token_id = %s", (e.token_id,))
+
+
+async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_api_keys (id, org_id, secret_hash, scopes, website_id, rate_per_minute, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.key_id, e.org_id, e.secret_hash, e.scopes, e.website_id, e.rate_per_minute, e.at))
+
+
+async def _api_key_revoked(conn, e: ev.ApiKeyRevoked) -> None:
+    await conn.execute("UPDATE rm_api_keys SET revoked = true WHERE id = %s", (e.key_id,))
+
+
+async def _customer(conn, e: ev.CustomerCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_customers (id, org_id, website_id, email, nickname, phone, language, user_id, "
+        "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.customer_id, e.org_id, e.website_id, e.email, e.nickname, e.phone, e.language, e.user_id, e.at, e.at))
+
+
+CUSTOMER_COLUMNS = {"email": "email", "nickname": "nickname", "phone": "phone", "language": "language",
+                    "userId": "user_id"}
+
+
+async def _customer_updated(conn, e: ev.CustomerUpdated) -> None:
+    changes = {CUSTOMER_COLUMNS[k]: v for k, v in e.changes.items() if k in CUSTOMER_COLUMNS}
+    if not changes:
+        return
+    assignments = ", ".join(f"{column} = %s" for column in changes)
+    await conn.execute(
+        f"UPDATE rm_customers SET {assignments}, updated_at = %s WHERE id = %s",
+        (*changes.values(), e.at, e.customer_id))
+
+
+async def _conversation(conn, e: ev.ConversationCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_conversations (id, org_id, website_id, customer_id, created_at, last_edit_time, "
+        "operator_only) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only))
+
+
+async def _message(conn, e: ev.MessageCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, internal, "
+        "operator_id, creation_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.message_id, e.org_id, e.website_id, e.conversation_id, e.content, e.sender, e.reply_to, e.internal,
+         e.operator_id, e.at))
+    await conn.execute(
+        "UPDATE rm_conversations SET last_edit_time = GREATEST(last_edit_time, %s) WHERE id = %s",
+        (e.at, e.conversation_id))
+
+
+async def _message_read(conn, e: ev.MessageRead) -> None:
+    await conn.execute(
+        "UPDATE rm_messages SET read_at = COALESCE(read_at, %s) WHERE id = %s", (e.at, e.message_id))
+
+
+HANDLERS: dict[type, Handler] = {
+    ev.OrganizationCreated: _organization,
+    ev.WebsiteCreated: _website,
+    ev.OperatorCreated: _operator,
+    ev.OperatorTokenIssued: _token_issued,
+    ev.OperatorTokenRevoked: _token_revoked,
+    ev.ApiKeyCreated: _api_key,
+    ev.ApiKeyRevoked: _api_key_revoked,
+    ev.CustomerCreated: _customer,
+    ev.CustomerUpdated: _customer_updated,
+    ev.ConversationCreated: _conversation,
+    ev.MessageCreated: _message,
+    ev.MessageRead: _message_read,
+}

@@ -1,0 +1,192 @@
+"""Runs a projection: applies every event exactly once, in order, recording the position with the writes.
+
+Start-up catches up from the event store (the source of truth), then follows the JetStream stream
+with an ordered consumer started just after the recorded position. Events arrive strictly in order and
+one batch is applied per transaction, so a position check is enough to drop the re-published duplicates
+of a relay restart. A message whose `previous` position is ahead of ours means the stream lost
+something (wiped, trimmed): we catch up from the store again. The position row is locked in each
+batch, so a concurrent rebuild is never applied on top of twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+import zlib
+from typing import Protocol, Sequence
+
+import psycopg
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from events import stream
+from events.store import EventStore, Recorded, decode_event
+
+log = logging.getLogger("parley.projections")
+
+POSITIONS_DDL = (
+    "CREATE TABLE IF NOT EXISTS parley_projection_positions (name text PRIMARY KEY, position bigint NOT NULL)"
+)
+NOTIFY_CHANNEL = "parley_projection"
+CATCH_UP_BATCH = 1000
+LIVE_BATCH = 500
+
+
+class Projection(Protocol):
+    name: str
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None: ...
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None: ...
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None: ...
+
+
+def lock_key(name: str) -> int:
+    return zlib.crc32(f"parley-projection:{name}".encode())
+
+
+async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -> None:
+    """Creates the read model's tables; serialized, since concurrent CREATE IF NOT EXISTS can collide."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("ddl"),))
+        await conn.execute(POSITIONS_DDL)
+        await projection.create(conn)
+        await conn.execute(
+            "INSERT INTO parley_projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
+            (projection.name,),
+        )
+
+
+async def apply_batch(conn: psycopg.AsyncConnection, projection: Projection, batch: Sequence[Recorded]) -> int:
+    """Applies the events past the recorded position in one transaction; returns the new position."""
+    async with conn.transaction():
+        row = await (await conn.execute(
+            "SELECT position FROM parley_projection_positions WHERE name = %s FOR UPDATE", (projection.name,)
+        )).fetchone()
+        position = row[0]
+        for recorded in batch:
+            if recorded.position > position:
+                await projection.apply(conn, recorded)
+                position = recorded.position
+        await conn.execute(
+            "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)
+        )
+        await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{projection.name}:{position}"))
+    return position
+
+
+async def catch_up(conn: psycopg.AsyncConnection, projection: Projection, store: EventStore, position: int) -> int:
+    while True:
+        batch = await asyncio.to_thread(store.read, position, CATCH_UP_BATCH)
+        if not batch:
+            return position
+        position = await apply_batch(conn, projection, batch)
+
+
+async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
+    row = await (await conn.execute(
+        "SELECT position FROM parley_projection_positions WHERE name = %s", (name,)
+    )).fetchone()
+    return row[0] if row else 0
+
+
+async def rebuild(database_url: str, projection: Projection, store: EventStore) -> int:
+    """Drops the read model and replays the whole store into it, in one transaction."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        async with conn.transaction():
+            await projection.drop(conn)
+            await ensure_tables(conn, projection)
+            await conn.execute("UPDATE parley_projection_positions SET position = 0 WHERE name = %s", (projection.name,))
+            position = 0
+            while batch := await asyncio.to_thread(store.read, position, CATCH_UP_BATCH):
+                for recorded in batch:
+                    await projection.apply(conn, recorded)
+                position = batch[-1].position
+            await conn.execute(
+                "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)
+            )
+            await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{projection.name}:{position}"))
+        return position
+
+
+async def catch_up_if_idle(database_url: str, projection: Projection, store: EventStore) -> bool:
+    """Brings the projection up to date here, unless a running worker owns it (then returns False)."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(projection.name),))).fetchone())[0]:
+            return False
+        await ensure_tables(conn, projection)
+        await catch_up(conn, projection, store, await current_position(conn, projection.name))
+        return True
+
+
+class ProjectionRunner:
+    def __init__(self, projection: Projection, store: EventStore, database_url: str, nats_url: str,
+                 stream_name: str = stream.DEFAULT_STREAM):
+        self.projection = projection
+        self.store = store
+        self.database_url = database_url
+        self.nats_url = nats_url
+        self.stream = stream_name
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("projection %s failed; restarting", self.projection.name)
+                await asyncio.sleep(0.5)
+
+    async def _run_once(self) -> None:
+        name = self.projection.name
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),))).fetchone())[0]:
+                await asyncio.sleep(1.0)
+            await ensure_tables(conn, self.projection)
+            position = await catch_up(conn, self.projection, self.store, await current_position(conn, name))
+            nc = await stream.connect(self.nats_url)
+            try:
+                position = await self._follow(conn, nc.jetstream(), position)
+            finally:
+                await nc.close()
+
+    async def _follow(self, conn: psycopg.AsyncConnection, js, position: int) -> int:
+        await stream.ensure_stream(js, self.stream)
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        async def enqueue(msg) -> None:
+            inbox.put_nowait(msg)
+
+        start = await stream.first_seq_after(js, self.stream, position)
+        sub = await js.subscribe(
+            stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start),
+        )
+        try:
+            while True:
+                messages = [await inbox.get()]
+                while len(messages) < LIVE_BATCH and not inbox.empty():
+                    messages.append(inbox.get_nowait())
+                batch: list[Recorded] = []
+                seen = position
+                for msg in messages:
+                    at = int(msg.headers[stream.POSITION])
+                    if at <= seen:
+                        continue
+                    if int(msg.headers[stream.PREVIOUS]) > seen:
+                        log.warning("stream gap before position %s for %s; catching up from the store",
+                                    at, self.projection.name)
+                        if batch:
+                            position = await apply_batch(conn, self.projection, batch)
+                            batch = []
+                        seen = position = await catch_up(conn, self.projection, self.store, position)
+                        if at <= seen:
+                            continue
+                    batch.append(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0, decode_event(msg.data)))
+                    seen = at
+                if batch:
+                    position = await apply_batch(conn, self.projection, batch)
+        finally:
+            await sub.unsubscribe()

@@ -1,0 +1,239 @@
+"""The shapes the API returns and the one generic way lists are read: filters, sort, limit, skip, fields.
+
+Each resource is a msgspec Struct whose fields follow the SELECT column order of its collection, so
+a row becomes a response object without a hand-written mapping."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Mapping
+
+import msgspec
+import psycopg
+
+from commands.errors import Invalid, NotFound
+from commands.principal import Principal
+from parley.ids import parse_id
+
+
+class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
+                                      "created_at": "createdAt"}):
+    id: uuid.UUID
+    website_name: str
+    brand_color: str | None
+    created_at: datetime
+
+
+class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "user_id": "userId",
+                                       "created_at": "createdAt", "updated_at": "updatedAt"}):
+    id: uuid.UUID
+    website_id: uuid.UUID
+    email: str | None
+    nickname: str | None
+    phone: str | None
+    language: str | None
+    user_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Conversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "customer_id": "customerId",
+                                           "created_at": "createdAt", "last_edit_time": "lastEditTime",
+                                           "operator_only": "operatorOnly"}):
+    id: uuid.UUID
+    website_id: uuid.UUID
+    customer_id: uuid.UUID
+    created_at: datetime
+    last_edit_time: datetime
+    resolved: bool
+    spam: bool
+    operator_only: bool
+
+
+class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
+                                      "sender": "from", "reply_to": "replyToMessageId",
+                                      "creation_time": "creationTime", "rating_time": "ratingTime"}):
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+    content: str
+    sender: str
+    reply_to: uuid.UUID | None
+    internal: bool
+    creation_time: datetime
+    rating: str | None
+    rating_time: datetime | None
+    reactions: list[dict[str, Any]]
+    read: bool
+
+
+FilterKind = Literal["uuid", "str", "bool"]
+
+
+@dataclass(frozen=True)
+class Collection:
+    name: str
+    table: str
+    shape: type[msgspec.Struct]
+    select: str
+    filters: Mapping[str, tuple[str, FilterKind]]
+    sorts: Mapping[str, str]
+    default_sort: str
+    # sort fields that read newest first unless a direction is given
+    descending_by_default: frozenset[str] = frozenset()
+    website_column: str | None = "website_id"
+    extra_where: str = ""
+
+    def row_object(self, row: tuple) -> msgspec.Struct:
+        return self.shape(*row)
+
+
+WEBSITES = Collection(
+    name="websites", table="rm_websites", shape=Website,
+    select="id, name, brand_color, created_at",
+    filters={}, sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id", website_column="id",
+)
+CUSTOMERS = Collection(
+    name="customers", table="rm_customers", shape=Customer,
+    select="id, website_id, email, nickname, phone, language, user_id, created_at, updated_at",
+    filters={"websiteId": ("website_id", "uuid"), "email": ("email", "str"), "userId": ("user_id", "str")},
+    sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id",
+)
+CONVERSATIONS = Collection(
+    name="conversations", table="rm_conversations", shape=Conversation,
+    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only",
+    filters={"websiteId": ("website_id", "uuid"), "customerId": ("customer_id", "uuid"),
+             "resolved": ("resolved", "bool"), "spam": ("spam", "bool")},
+    sorts={"_id": "id", "lastEditTime": "last_edit_time", "createdAt": "created_at"},
+    default_sort="lastEditTime", descending_by_default=frozenset({"lastEditTime"}),
+)
+MESSAGES = Collection(
+    name="messages", table="rm_messages", shape=Message,
+    select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
+           "rating_time, reactions, read_at IS NOT NULL",
+    filters={"conversationId": ("conversation_id", "uuid")},
+    sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime",
+)
+
+
+def parse_int(params: Mapping[str, str], name: str, default: int = 0) -> int:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise Invalid(f"{name} must be an integer", name) from None
+    if value < 0:
+        raise Invalid(f"{name} must not be negative", name)
+    return value
+
+
+def parse_bool(params: Mapping[str, str], name: str) -> bool | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    lowered = raw.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise Invalid(f"{name} must be true or false", name)
+
+
+def parse_fields(params: Mapping[str, str], shape: type[msgspec.Struct]) -> list[str] | None:
+    """The `fields` projection; `_id` is always kept, and an unknown name is refused rather than guessed."""
+    raw = params.get("fields")
+    if not raw:
+        return None
+    known = {f.encode_name for f in msgspec.structs.fields(shape)}
+    wanted = [name.strip() for name in raw.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise Invalid(f"unknown field {unknown[0]!r}; known fields: {sorted(known)}", "fields")
+    return ["_id", *[name for name in wanted if name != "_id"]]
+
+
+def project(objects: list[msgspec.Struct], fields: list[str] | None) -> list[Any]:
+    if fields is None:
+        return objects
+    return [{k: v for k, v in msgspec.to_builtins(obj).items() if k in fields} for obj in objects]
+
+
+def scope_clauses(collection: Collection, principal: Principal) -> tuple[list[str], list[Any]]:
+    where = [f"org_id = %s"]
+    args: list[Any] = [principal.org_id]
+    if principal.website_id is not None and collection.website_column:
+        where.append(f"{collection.website_column} = %s")
+        args.append(principal.website_id)
+    if collection.extra_where:
+        where.append(collection.extra_where)
+    return where, args
+
+
+def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    args: list[Any] = []
+    for name, (column, kind) in collection.filters.items():
+        raw = params.get(name)
+        if raw is None or raw == "":
+            continue
+        if kind == "bool":
+            value: Any = parse_bool(params, name)
+        elif kind == "uuid":
+            value = parse_id(raw)
+            if value is None:  # not an id of ours: nothing can match
+                where.append("false")
+                continue
+        else:
+            value = raw
+        where.append(f"{column} = %s")
+        args.append(value)
+    return where, args
+
+
+def order_clause(collection: Collection, params: Mapping[str, str]) -> str:
+    sort_field = params.get("sortField") or collection.default_sort
+    if sort_field not in collection.sorts:
+        raise Invalid(f"sortField must be one of {sorted(collection.sorts)}", "sortField")
+    direction = params.get("sortDirection")
+    if direction is None or direction == "":
+        direction = "DESC" if sort_field in collection.descending_by_default else "ASC"
+    direction = direction.upper()
+    if direction not in ("ASC", "DESC"):
+        raise Invalid("sortDirection must be ASC or DESC", "sortDirection")
+    column = collection.sorts[sort_field]
+    return f"{column} {direction}, id {direction}"
+
+
+async def read_list(conn: psycopg.AsyncConnection, collection: Collection, principal: Principal,
+                    params: Mapping[str, str]) -> list[Any]:
+    """GET /api/<collection> with the contract's offset parameters: `limit` 0 means no limit."""
+    limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
+    fields = parse_fields(params, collection.shape)
+    where, args = scope_clauses(collection, principal)
+    more_where, more_args = filter_clauses(collection, params)
+    sql = (f"SELECT {collection.select} FROM {collection.table} WHERE {' AND '.join(where + more_where)} "
+           f"ORDER BY {order_clause(collection, params)}")
+    if limit:
+        sql += f" LIMIT {limit}"
+    if skip:
+        sql += f" OFFSET {skip}"
+    rows = await (await conn.execute(sql, [*args, *more_args])).fetchall()
+    return project([collection.row_object(row) for row in rows], fields)
+
+
+async def read_one(conn: psycopg.AsyncConnection, collection: Collection, principal: Principal,
+                   record_id: uuid.UUID | None, key_column: str = "id") -> msgspec.Struct:
+    """A single record of the principal's organization (and pinned website); anything else is 404."""
+    if record_id is None and key_column == "id":
+        raise NotFound(f"{collection.name[:-1]} not found")
+    where, args = scope_clauses(collection, principal)
+    row = await (await conn.execute(
+        f"SELECT {collection.select} FROM {collection.table} WHERE {' AND '.join(where)} AND {key_column} = %s",
+        [*args, record_id])).fetchone()
+    if row is None:
+        raise NotFound(f"{collection.name[:-1]} not found")
+    return collection.row_object(row)

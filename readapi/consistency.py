@@ -1,0 +1,79 @@
+"""Read-your-writes: a read waits, briefly, until the projections it queries have reached the last
+position written for the caller's organization, whoever wrote it and through whichever process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from projections.runner import NOTIFY_CHANNEL, POSITIONS_DDL
+
+log = logging.getLogger("parley.consistency")
+
+
+class PositionWatch:
+    def __init__(self, database_url: str, pool: AsyncConnectionPool, max_wait: float):
+        self.database_url = database_url
+        self.pool = pool
+        self.max_wait = max_wait
+        self.positions: dict[str, int] = {}
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    await conn.execute(POSITIONS_DDL)
+                    for name, position in await (await conn.execute(
+                            "SELECT name, position FROM parley_projection_positions")).fetchall():
+                        await self._advance(name, position)
+                    async for notify in conn.notifies():
+                        name, _, position = notify.payload.rpartition(":")
+                        await self._advance(name, int(position))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("position watch lost its connection; reconnecting")
+                await asyncio.sleep(0.5)
+
+    async def _advance(self, name: str, position: int) -> None:
+        if position != self.positions.get(name):
+            self.positions[name] = position  # a rebuild may move it back to zero, then forward again
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def wait_for(self, position: int, projections: tuple[str, ...] = ("core",)) -> bool:
+        """True once every named projection has reached `position`; False after the bounded wait."""
+        def reached() -> bool:
+            return all(self.positions.get(name, 0) >= position for name in projections)
+
+        if reached():
+            return True
+        try:
+            async with self._changed:
+                await asyncio.wait_for(self._changed.wait_for(reached), self.max_wait)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def org_position(self, org_id: uuid.UUID) -> int:
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute(
+                "SELECT position FROM parley_org_positions WHERE org_id = %s", (org_id,))).fetchone()
+        return row[0] if row else 0
+
+    async def wait_for_org(self, org_id: uuid.UUID, projections: tuple[str, ...] = ("core",)) -> None:
+        await self.wait_for(await self.org_position(org_id), projections)

@@ -1,0 +1,121 @@
+"""Websites, customers, conversations and messages: reads query the read models, writes call commands."""
+
+from __future__ import annotations
+
+from litestar import Request, Response, get, post, put
+
+from commands import conversations, customers, messages
+from commands.admin import Created
+from commands.principal import Principal
+from parley.ids import parse_id
+from readapi.auth import authenticate
+from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, read_list, read_one
+from readapi.services import decode_body, json_response, run_command, services, written
+
+
+async def list_response(request: Request, collection: Collection, principal: Principal) -> Response:
+    svc = services(request)
+    await svc.watch.wait_for_org(principal.org_id)
+    async with svc.pool.connection() as conn:
+        return json_response(await read_list(conn, collection, principal, request.query_params))
+
+
+async def one_response(request: Request, collection: Collection, principal: Principal, record_id,
+                       key_column: str = "id", created: Created | None = None) -> Response:
+    svc = services(request)
+    if created is None:
+        await svc.watch.wait_for_org(principal.org_id)
+    else:
+        await written(request, created)
+    async with svc.pool.connection() as conn:
+        return json_response(await read_one(conn, collection, principal, record_id, key_column), created)
+
+
+@get("/api/websites")
+async def list_websites(request: Request) -> Response:
+    return await list_response(request, WEBSITES, await authenticate(request, scope="websites:read"))
+
+
+@get("/api/websites/{website_name:str}")
+async def get_website(request: Request, website_name: str) -> Response:
+    principal = await authenticate(request, scope="websites:read")
+    return await one_response(request, WEBSITES, principal, website_name, key_column="name")
+
+
+@get("/api/customers")
+async def list_customers(request: Request) -> Response:
+    return await list_response(request, CUSTOMERS, await authenticate(request, scope="customers:read"))
+
+
+@post("/api/customers", status_code=200)
+async def create_customer(request: Request) -> Response:
+    principal = await authenticate(request, scope="customers:write")
+    body = await decode_body(request, customers.CustomerCreate)
+    created = await run_command(request, customers.create_customer, principal, body)
+    return await one_response(request, CUSTOMERS, principal, created.id, created=created)
+
+
+@get("/api/customers/{customer_id:str}")
+async def get_customer(request: Request, customer_id: str) -> Response:
+    principal = await authenticate(request, scope="customers:read")
+    return await one_response(request, CUSTOMERS, principal, parse_id(customer_id))
+
+
+@put("/api/customers/{customer_id:str}")
+async def update_customer(request: Request, customer_id: str) -> Response:
+    principal = await authenticate(request, scope="customers:write")
+    body = await decode_body(request, customers.CustomerUpdate)
+    created = await run_command(request, customers.update_customer, principal, parse_id(customer_id), body)
+    return await one_response(request, CUSTOMERS, principal, created.id, created=created)
+
+
+@get("/api/conversations")
+async def list_conversations(request: Request) -> Response:
+    return await list_response(request, CONVERSATIONS, await authenticate(request, scope="conversations:read"))
+
+
+@post("/api/conversations", status_code=200)
+async def create_conversation(request: Request) -> Response:
+    principal = await authenticate(request, scope="messages:write")
+    body = await decode_body(request, conversations.ConversationCreate)
+    created = await run_command(request, conversations.create_conversation, principal, body)
+    return await one_response(request, CONVERSATIONS, principal, created.id, created=created)
+
+
+@get("/api/conversations/{conversation_id:str}")
+async def get_conversation(request: Request, conversation_id: str) -> Response:
+    principal = await authenticate(request, scope="conversations:read")
+    return await one_response(request, CONVERSATIONS, principal, parse_id(conversation_id))
+
+
+@get("/api/messages")
+async def list_messages(request: Request) -> Response:
+    return await list_response(request, MESSAGES, await authenticate(request, scope="messages:read"))
+
+
+@post("/api/messages", status_code=200)
+async def create_message(request: Request) -> Response:
+    principal = await authenticate(request, scope="messages:write")
+    body = await decode_body(request, messages.MessageCreate)
+    created = await run_command(request, messages.create_message, principal, body)
+    return await one_response(request, MESSAGES, principal, created.id, created=created)
+
+
+@get("/api/messages/{message_id:str}")
+async def get_message(request: Request, message_id: str) -> Response:
+    principal = await authenticate(request, scope="messages:read")
+    return await one_response(request, MESSAGES, principal, parse_id(message_id))
+
+
+@post("/api/messages/{message_id:str}/read", status_code=200)
+async def read_message(request: Request, message_id: str) -> Response:
+    principal = await authenticate(request, scope="messages:write")
+    created = await run_command(request, messages.mark_read, principal, parse_id(message_id))
+    return await one_response(request, MESSAGES, principal, created.id, created=created)
+
+
+ROUTES = [
+    list_websites, get_website, list_customers, create_customer, get_customer, update_customer,
+    list_conversations, create_conversation, get_conversation, list_messages, create_message, get_message,
+    read_message,
+]

@@ -1,0 +1,62 @@
+"""What request handlers share: the event store for commands, the read-model pool, the position watch."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+import msgspec
+from litestar import Request, Response
+from psycopg_pool import AsyncConnectionPool
+
+from commands.admin import Created
+from commands.errors import Invalid
+from events.store import EventStore
+from parley.settings import Settings
+from readapi.consistency import PositionWatch
+
+T = TypeVar("T")
+POSITION_HEADER = "Parley-Position"
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: EventStore
+    pool: AsyncConnectionPool
+    watch: PositionWatch
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+async def run_command(request: Request, command: Callable[..., T], *args: Any) -> T:
+    """Commands are synchronous (the event store is), so they run on a worker thread."""
+    return await asyncio.to_thread(command, services(request).store, *args)
+
+
+async def written(request: Request, created: Created, projections: tuple[str, ...] = ("core",)) -> None:
+    await services(request).watch.wait_for(created.position, projections)
+
+
+def json_response(payload: Any, created: Created | None = None, status: int = 200) -> Response:
+    headers = {POSITION_HEADER: str(created.position)} if created else None
+    return Response(msgspec.json.encode(payload), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+async def decode_body(request: Request, shape: type[T]) -> T:
+    raw = await request.body()
+    if len(raw) > services(request).settings.max_body_bytes:
+        raise Invalid("the request body is too large")
+    if not raw:
+        raise Invalid("a JSON body is required")
+    try:
+        return msgspec.json.decode(raw, type=shape)
+    except msgspec.DecodeError as exc:
+        if isinstance(exc, msgspec.ValidationError):
+            raise
+        raise Invalid(f"malformed JSON: {exc}") from None

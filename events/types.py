@@ -87,6 +87,14 @@ class ConversationCreated(Event, frozen=True):
     operator_only: bool = False
 
 
+class ConversationUpdated(Event, frozen=True):
+    """Resolving, reopening, marking or unmarking spam: only the flags given change."""
+
+    conversation_id: uuid.UUID
+    resolved: bool | None = None
+    spam: bool | None = None
+
+
 class MessageCreated(Event, frozen=True):
     message_id: uuid.UUID
     conversation_id: uuid.UUID
@@ -115,6 +123,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CustomerCreated,
     CustomerUpdated,
     ConversationCreated,
+    ConversationUpdated,
     MessageCreated,
     MessageRead,
 )

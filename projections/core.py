@@ -140,6 +140,12 @@ async def _conversation(conn, e: ev.ConversationCreated) -> None:
         (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only))
 
 
+async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
+    await conn.execute(
+        "UPDATE rm_conversations SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam) WHERE id = %s",
+        (e.resolved, e.spam, e.conversation_id))
+
+
 async def _message(conn, e: ev.MessageCreated) -> None:
     await conn.execute(
         "INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, internal, "
@@ -167,6 +173,7 @@ HANDLERS: dict[type, Handler] = {
     ev.CustomerCreated: _customer,
     ev.CustomerUpdated: _customer_updated,
     ev.ConversationCreated: _conversation,
+    ev.ConversationUpdated: _conversation_updated,
     ev.MessageCreated: _message,
     ev.MessageRead: _message_read,
 }

@@ -1,15 +1,18 @@
-"""Starting conversations."""
+"""Starting conversations and changing their flags (resolved, spam)."""
 
 from __future__ import annotations
+
+import uuid
 
 import msgspec
 
 from commands.admin import Created
 from commands.errors import Forbidden, Invalid
 from commands.principal import Principal
-from commands.streams import load, now
+from commands.messages import load_conversation
+from commands.streams import Entity, load, now
 from events import types as ev
-from events.store import EventStore, Pending
+from events.store import EventStore, Pending, StreamConflict
 from parley.ids import new_id, parse_id
 
 
@@ -36,3 +39,39 @@ def create_conversation(store: EventStore, principal: Principal, body: Conversat
         org_id=principal.org_id, at=now(), conversation_id=conversation_id, website_id=website_id,
         customer_id=customer.created.customer_id, operator_only=body.operator_only)))
     return Created(conversation_id, position)
+
+
+class ConversationFlags(msgspec.Struct, forbid_unknown_fields=True):
+    resolved: bool | None = None
+    spam: bool | None = None
+
+
+def current_flags(conversation: Entity[ev.ConversationCreated]) -> dict[str, bool]:
+    flags = {"resolved": False, "spam": False}
+    for recorded in conversation.history:
+        if isinstance(recorded.event, ev.ConversationUpdated):
+            flags.update({k: v for k in flags if (v := getattr(recorded.event, k)) is not None})
+    return flags
+
+
+def update_flags(store: EventStore, principal: Principal, conversation_id: uuid.UUID | None,
+                 body: ConversationFlags) -> Created:
+    """Resolving, reopening and (un)marking spam are idempotent: only a flag that differs is recorded,
+    and no other field of the conversation changes. The decision is retried when a concurrent write
+    to the conversation wins the version, since re-deciding is safe."""
+    if not principal.is_operator:
+        raise Forbidden("only an operator can resolve or mark a conversation")
+    while True:
+        conversation = load_conversation(store, principal, conversation_id)
+        flags = current_flags(conversation)
+        changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not None and flags[k] != v}
+        if not changes:
+            return Created(conversation.created.conversation_id, store.org_position(principal.org_id))
+        try:
+            position = store.append(Pending(conversation.created.conversation_id, conversation.version + 1,
+                                            ev.ConversationUpdated(org_id=principal.org_id, at=now(),
+                                                                   conversation_id=conversation.created.conversation_id,
+                                                                   **changes)))
+        except StreamConflict:
+            continue
+        return Created(conversation.created.conversation_id, position)

@@ -111,6 +111,47 @@ class MessageRead(Event, frozen=True):
     conversation_id: uuid.UUID
 
 
+class ChatSessionStarted(Event, frozen=True):
+    """A visitor's chat-session credential, bound to one customer of one website."""
+
+    session_id: uuid.UUID
+    website_id: uuid.UUID
+    customer_id: uuid.UUID
+    token_hash: str
+
+
+class CustomerMetadataSet(Event, frozen=True):
+    """Extra attributes a visitor's page attached (`setMetadata`); a null value removes the key."""
+
+    customer_id: uuid.UUID
+    values: dict[str, str | None]
+
+
+class MessageRated(Event, frozen=True):
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    rating: str
+    sender: str  # who rated: "customer" (the visitor) or "operator"
+    operator_id: uuid.UUID | None = None
+
+
+class Reaction(msgspec.Struct, frozen=True, rename={"sender": "from", "person_id": "personId"}):
+    emoji: str
+    sender: str  # "customer" or "operator"
+    person_id: uuid.UUID  # the customer's or the operator's id: one reaction per person
+
+
+class MessageReactionsChanged(Event, frozen=True):
+    """One person set or cleared their reaction; `reactions` is the message's whole list afterwards."""
+
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    sender: str
+    person_id: uuid.UUID
+    emoji: str | None
+    reactions: tuple[Reaction, ...]
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -126,4 +167,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ConversationUpdated,
     MessageCreated,
     MessageRead,
+    ChatSessionStarted,
+    CustomerMetadataSet,
+    MessageRated,
+    MessageReactionsChanged,
 )

@@ -61,6 +61,8 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
             await asyncio.wait([serving, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+            for callback in runtime.on_stop_serving:
+                callback()
             server.should_exit = True
             await serving
         else:

@@ -21,6 +21,7 @@ from events.store import EventStore
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
+from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 
@@ -29,6 +30,7 @@ log = logging.getLogger("parley")
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "chat": lambda settings: ChatProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}
@@ -102,6 +104,7 @@ class Runtime:
         self.tasks: list[asyncio.Task] = []
         self.pool: AsyncConnectionPool | None = None
         self.services = None
+        self.on_stop_serving: list[Callable[[], None]] = []
 
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
@@ -114,6 +117,7 @@ class Runtime:
             self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
 
     async def create_app(self):
+        from delivery.realtime import start_realtime
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
         from readapi.services import Services
@@ -127,6 +131,10 @@ class Runtime:
         watch = PositionWatch(self.database_url, self.pool, self.settings.read_wait_seconds)
         await watch.start()
         self.services = Services(self.settings, self.store, self.pool, watch)
+        realtime, tasks = await start_realtime(self)
+        self.services.extras["realtime"] = realtime
+        self.tasks.extend(tasks)
+        self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         return create_app(self.services)
 
     async def stop(self) -> None:

@@ -22,6 +22,7 @@ class Settings(msgspec.Struct, kw_only=True):
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    presence_ttl_seconds: float = 30.0
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -39,6 +40,8 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",
+                                    "how long a crashed API process's visitors still read as online (default 30)"),
 }
 
 

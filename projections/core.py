@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
+import msgspec
 import psycopg
+from psycopg.types.json import Jsonb
 
 from events import types as ev
 from events.store import Recorded
@@ -162,6 +164,16 @@ async def _message_read(conn, e: ev.MessageRead) -> None:
         "UPDATE rm_messages SET read_at = COALESCE(read_at, %s) WHERE id = %s", (e.at, e.message_id))
 
 
+async def _message_rated(conn, e: ev.MessageRated) -> None:
+    await conn.execute("UPDATE rm_messages SET rating = %s, rating_time = %s WHERE id = %s",
+                       (e.rating, e.at, e.message_id))
+
+
+async def _message_reactions(conn, e: ev.MessageReactionsChanged) -> None:
+    await conn.execute("UPDATE rm_messages SET reactions = %s WHERE id = %s",
+                       (Jsonb(msgspec.to_builtins(e.reactions)), e.message_id))
+
+
 HANDLERS: dict[type, Handler] = {
     ev.OrganizationCreated: _organization,
     ev.WebsiteCreated: _website,
@@ -176,4 +188,6 @@ HANDLERS: dict[type, Handler] = {
     ev.ConversationUpdated: _conversation_updated,
     ev.MessageCreated: _message,
     ev.MessageRead: _message_read,
+    ev.MessageRated: _message_rated,
+    ev.MessageReactionsChanged: _message_reactions,
 }

@@ -24,7 +24,7 @@ def credential(request: Request) -> tuple[str, str] | None:
     kind = SCHEMES.get(scheme.lower())
     value = value.strip()
     if kind is None or not value:
-        raise Unauthorized("unsupported Authorization scheme; use Basic (API key) or Token (operator)")
+        raise Unauthorized("unsupported Authorization scheme; use Basic (API key), Token (operator) or ChatSession (visitor)")
     if kind == "apikey":
         try:
             value = base64.b64decode(value, validate=True).decode().removesuffix(":")
@@ -46,8 +46,11 @@ async def _lookup(request: Request, kind: str, secret: str) -> Principal | None:
                 "SELECT token_id, org_id, operator_id FROM rm_operator_tokens WHERE token_hash = %s AND NOT revoked",
                 (hash_secret(secret),))).fetchone()
             return row and Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2])
-    lookup = services(request).extras.get("chat_session_lookup")
-    return await lookup(request, secret) if lookup else None
+        row = await (await conn.execute(
+            "SELECT session_id, org_id, website_id, customer_id FROM rm_chat_sessions WHERE token_hash = %s",
+            (hash_secret(secret),))).fetchone()
+        # a visitor holds no scopes: only the routes that accept "chat" credentials let them in
+        return row and Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3])
 
 
 async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator", "apikey"),

@@ -1,0 +1,399 @@
+"""Realtime pushes to dashboards and visitors, and visitor presence.
+
+Each API process runs one `Hub`: an ordered JetStream consumer that reads the event log once and fans
+each event out in memory to the process's open channels (an operator's organization stream, a visitor's
+own stream). Every frame carries the event's position as its SSE `id`. A client that reconnects with
+`Last-Event-ID` is replayed what it missed from the event store (the source of truth, so a restart or a
+wiped NATS loses nothing) while live events are buffered, and a channel drops any position it already
+sent, so nothing is lost and nothing is repeated.
+
+What a visitor may see is decided here, once, for every push: their own conversations that are not
+operator-only, messages that are not internal notes, and an id-only `MESSAGE_UPDATED_EVENT` after the
+team reacts to one of those messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import AsyncIterator, Callable, Literal, NamedTuple
+
+import msgspec
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from psycopg_pool import AsyncConnectionPool
+
+from events import stream
+from events import types as ev
+from events.store import EventStore, Recorded, decode_event
+from readapi.collections import Conversation, Message
+from readapi.visitor_views import chat_conversation_of, chat_message_of
+
+log = logging.getLogger("parley.realtime")
+
+MESSAGE_UPDATED = "MESSAGE_UPDATED_EVENT"
+HEARTBEAT_SECONDS = 15.0
+# A channel whose reader falls this far behind is closed; its client resumes with Last-Event-ID.
+CHANNEL_BACKLOG = 1000
+REPLAY_BATCH = 500
+CACHED_CONVERSATIONS = 100_000
+KEEPALIVE = b": keepalive\n\n"
+
+
+class MessageUpdate(msgspec.Struct, rename="camel"):
+    """The dashboard's `MESSAGE_UPDATED_EVENT`: the message and what changed on it."""
+
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    rating: str | msgspec.UnsetType = msgspec.UNSET
+    rating_time: datetime | msgspec.UnsetType = msgspec.UNSET
+    reactions: list[ev.Reaction] | msgspec.UnsetType = msgspec.UNSET
+
+
+class VisitorMessageUpdate(msgspec.Struct, rename="camel"):
+    """The visitor's `MESSAGE_UPDATED_EVENT` carries only the id: the widget re-reads the message."""
+
+    message_id: uuid.UUID
+
+
+class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
+    conversation_id: uuid.UUID
+    resolved: bool | None = None
+    spam: bool | None = None
+
+
+class ConversationFacts(NamedTuple):
+    org_id: uuid.UUID
+    customer_id: uuid.UUID
+    operator_only: bool
+
+
+def frame(position: int, name: str, payload: msgspec.Struct) -> bytes:
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (position, name.encode(), msgspec.json.encode(payload))
+
+
+def operator_frame(recorded: Recorded) -> bytes | None:
+    """What the organization's dashboards receive for an event, or None."""
+    e, at = recorded.event, recorded.position
+    if isinstance(e, ev.ConversationCreated):
+        return frame(at, "conversation.created", Conversation(
+            e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False, False, e.operator_only))
+    if isinstance(e, ev.ConversationUpdated):
+        return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam))
+    if isinstance(e, ev.MessageCreated):
+        return frame(at, "message.created", Message(
+            e.message_id, e.conversation_id, e.website_id, e.content, e.sender, e.reply_to, e.internal, e.at,
+            None, None, [], False))
+    if isinstance(e, ev.MessageRated):
+        return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id, rating=e.rating,
+                                                         rating_time=e.at))
+    if isinstance(e, ev.MessageReactionsChanged):
+        return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
+                                                         reactions=list(e.reactions)))
+    return None
+
+
+@dataclass(eq=False)
+class Channel:
+    """One open stream: who it is for, and the frames waiting to be written to it."""
+
+    audience: Literal["operator", "visitor"]
+    org_id: uuid.UUID
+    customer_id: uuid.UUID | None = None
+    last_sent: int = 0
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def put(self, position: int, data: bytes) -> bool:
+        if self.queue.qsize() >= CHANNEL_BACKLOG:
+            return False
+        self.queue.put_nowait((position, data))
+        return True
+
+
+class Hub:
+    def __init__(self, store: EventStore, nats_url: str, stream_name: str):
+        self.store = store
+        self.nats_url = nats_url
+        self.stream = stream_name
+        self.position = 0  # the last position fanned out
+        self.operators: dict[uuid.UUID, set[Channel]] = defaultdict(set)
+        self.visitors: dict[uuid.UUID, set[Channel]] = defaultdict(set)
+        self.visitor_orgs: dict[uuid.UUID, int] = defaultdict(int)
+        self.conversations: dict[uuid.UUID, ConversationFacts] = {}
+        self.closed = False  # set when the server stops serving: no channel may hold it open
+
+    async def start(self) -> asyncio.Task:
+        self.position = await asyncio.to_thread(self.store.head)
+        return asyncio.create_task(self.run(), name="realtime-hub")
+
+    # --- channels
+
+    def open(self, channel: Channel, after: int | None) -> None:
+        """Registers the channel; live events past `after` (or from now) are buffered for it at once."""
+        channel.last_sent = self.position if after is None else after
+        if self.closed:
+            channel.queue.put_nowait(None)
+            return
+        if channel.audience == "operator":
+            self.operators[channel.org_id].add(channel)
+        else:
+            self.visitors[channel.customer_id].add(channel)
+            self.visitor_orgs[channel.org_id] += 1
+
+    def close(self, channel: Channel) -> None:
+        index = self.operators if channel.audience == "operator" else self.visitors
+        key = channel.org_id if channel.audience == "operator" else channel.customer_id
+        members = index.get(key)
+        if members is None or channel not in members:
+            return
+        members.discard(channel)
+        if not members:
+            del index[key]
+        if channel.audience == "visitor":
+            self.visitor_orgs[channel.org_id] -= 1
+            if not self.visitor_orgs[channel.org_id]:
+                del self.visitor_orgs[channel.org_id]
+        channel.queue.put_nowait(None)  # ends the reader
+
+    def close_all(self) -> None:
+        self.closed = True
+        for index in (self.operators, self.visitors):
+            for members in list(index.values()):
+                for channel in list(members):
+                    self.close(channel)
+
+    async def frames(self, channel: Channel, after: int | None) -> AsyncIterator[bytes]:
+        """What to write to the channel: the replay from the store past `after`, then live frames."""
+        if after is not None:
+            async for position, data in self._replay(channel, after):
+                channel.last_sent = position
+                yield data
+        while True:
+            try:
+                item = await asyncio.wait_for(channel.queue.get(), HEARTBEAT_SECONDS)
+            except asyncio.TimeoutError:
+                yield KEEPALIVE
+                continue
+            if item is None:
+                return
+            position, data = item
+            if position > channel.last_sent:
+                channel.last_sent = position
+                yield data
+
+    async def _replay(self, channel: Channel, after: int) -> AsyncIterator[tuple[int, bytes]]:
+        position = after
+        while batch := await asyncio.to_thread(self.store.read, position, REPLAY_BATCH):
+            for recorded in batch:
+                if recorded.event.org_id == channel.org_id:
+                    data = await self._frame_for(channel, recorded)
+                    if data is not None:
+                        yield recorded.position, data
+                position = recorded.position
+
+    async def _frame_for(self, channel: Channel, recorded: Recorded) -> bytes | None:
+        if channel.audience == "operator":
+            return operator_frame(recorded)
+        found = await self.visitor_frame(recorded, lambda customer: customer == channel.customer_id)
+        return found[1] if found and found[0] == channel.customer_id else None
+
+    # --- what a visitor may see
+
+    async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None:
+        facts = self.conversations.get(conversation_id)
+        if facts is None:
+            history = await asyncio.to_thread(self.store.load, conversation_id)
+            if not history or not isinstance(history[0].event, ev.ConversationCreated):
+                return None
+            facts = self._remember(history[0].event)
+        return facts
+
+    def _remember(self, e: ev.ConversationCreated) -> ConversationFacts:
+        if len(self.conversations) >= CACHED_CONVERSATIONS:
+            del self.conversations[next(iter(self.conversations))]
+        facts = self.conversations[e.conversation_id] = ConversationFacts(e.org_id, e.customer_id, e.operator_only)
+        return facts
+
+    async def visitor_frame(self, recorded: Recorded,
+                            wanted: Callable[[uuid.UUID], bool]) -> tuple[uuid.UUID, bytes] | None:
+        """(customer, frame) when the event is one its visitor may see; `wanted` says whose channels are
+        open, so a message is only loaded for a visitor who is listening."""
+        e, at = recorded.event, recorded.position
+        if isinstance(e, ev.ConversationCreated):
+            return None if e.operator_only else (e.customer_id, frame(at, "conversation.created",
+                                                                      chat_conversation_of(e)))
+        if isinstance(e, ev.MessageCreated) and not e.internal:
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only:
+                return facts.customer_id, frame(at, "message.created", chat_message_of(e))
+        if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                message = await asyncio.to_thread(self.store.load, e.message_id)
+                if not message[0].event.internal:
+                    return facts.customer_id, frame(at, MESSAGE_UPDATED, VisitorMessageUpdate(e.message_id))
+        return None
+
+    # --- the live feed
+
+    async def dispatch(self, recorded: Recorded) -> None:
+        e = recorded.event
+        if isinstance(e, ev.ConversationCreated):
+            self._remember(e)
+        if self.operators.get(e.org_id) and (data := operator_frame(recorded)) is not None:
+            self._deliver(self.operators[e.org_id], recorded.position, data)
+        if self.visitor_orgs.get(e.org_id):
+            found = await self.visitor_frame(recorded, lambda customer: customer in self.visitors)
+            if found and found[0] in self.visitors:
+                self._deliver(self.visitors[found[0]], recorded.position, found[1])
+        self.position = recorded.position
+
+    def _deliver(self, channels: set[Channel], position: int, data: bytes) -> None:
+        for channel in list(channels):
+            if not channel.put(position, data):
+                log.info("closing a realtime channel that fell %d frames behind", CHANNEL_BACKLOG)
+                self.close(channel)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._follow()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("realtime hub lost the stream; resuming from position %s", self.position)
+                await asyncio.sleep(0.5)
+
+    async def _catch_up(self, until: int) -> None:
+        """Fans out what the stream skipped (a wiped or trimmed stream) from the store."""
+        while self.position < until:
+            batch = await asyncio.to_thread(self.store.read, self.position, REPLAY_BATCH, until)
+            if not batch:
+                return
+            for recorded in batch:
+                await self.dispatch(recorded)
+
+    async def _follow(self) -> None:
+        nc = await stream.connect(self.nats_url)
+        try:
+            js = nc.jetstream()
+            await stream.ensure_stream(js, self.stream)
+            inbox: asyncio.Queue = asyncio.Queue()
+
+            async def enqueue(msg) -> None:
+                inbox.put_nowait(msg)
+
+            start = await stream.first_seq_after(js, self.stream, self.position)
+            sub = await js.subscribe(
+                stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
+                config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start))
+            try:
+                while True:
+                    msg = await inbox.get()
+                    at = int(msg.headers[stream.POSITION])
+                    if at <= self.position:
+                        continue
+                    await self._catch_up(int(msg.headers[stream.PREVIOUS]))
+                    if at > self.position:
+                        await self.dispatch(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0,
+                                                     decode_event(msg.data)))
+            finally:
+                await sub.unsubscribe()
+        finally:
+            await nc.close()
+
+
+PRESENCE_DDL = """
+CREATE TABLE IF NOT EXISTS parley_presence_instances (
+    instance_id uuid PRIMARY KEY, expires_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS parley_presence_connections (
+    connection_id uuid PRIMARY KEY,
+    instance_id uuid NOT NULL REFERENCES parley_presence_instances ON DELETE CASCADE,
+    customer_id uuid NOT NULL, org_id uuid NOT NULL, website_id uuid NOT NULL, opened_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS parley_presence_connections_customer ON parley_presence_connections (customer_id);
+CREATE OR REPLACE VIEW parley_presence AS
+    SELECT c.customer_id, c.org_id, c.website_id, count(*)::integer AS connections, max(c.opened_at) AS updated_at
+    FROM parley_presence_connections c JOIN parley_presence_instances i USING (instance_id)
+    WHERE i.expires_at > now()
+    GROUP BY c.customer_id, c.org_id, c.website_id;
+"""
+PRESENCE_LOCK = 0x70726573  # serializes the DDL between API processes starting together
+
+
+class Presence:
+    """Which visitors hold an open channel. Ephemeral, so not event-sourced: each API process records
+    its open visitor channels under its own instance row, which it renews every third of the TTL. A
+    crashed process stops renewing, so its visitors read as offline once the TTL passes, and its rows
+    are deleted by the next process's heartbeat. `parley_presence` is the one-row-per-online-visitor view.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool, ttl_seconds: float):
+        self.pool = pool
+        self.ttl = ttl_seconds
+        self.instance_id = uuid.uuid4()
+        self._closing: set[asyncio.Task] = set()
+
+    async def start(self) -> asyncio.Task:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PRESENCE_LOCK,))
+                await conn.execute(PRESENCE_DDL)
+            await self._renew(conn)
+        return asyncio.create_task(self._heartbeat(), name="presence")
+
+    async def _renew(self, conn) -> None:
+        await conn.execute(
+            "INSERT INTO parley_presence_instances (instance_id, expires_at) "
+            "VALUES (%s, now() + make_interval(secs => %s)) "
+            "ON CONFLICT (instance_id) DO UPDATE SET expires_at = EXCLUDED.expires_at", (self.instance_id, self.ttl))
+        await conn.execute("DELETE FROM parley_presence_instances WHERE expires_at < now() - make_interval(secs => %s)",
+                           (self.ttl,))
+
+    async def _heartbeat(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.ttl / 3)
+                try:
+                    async with self.pool.connection() as conn:
+                        await self._renew(conn)
+                except Exception:
+                    log.exception("presence heartbeat failed")
+        finally:
+            async with self.pool.connection() as conn:
+                await conn.execute("DELETE FROM parley_presence_instances WHERE instance_id = %s",
+                                   (self.instance_id,))
+
+    async def opened(self, connection_id: uuid.UUID, customer_id: uuid.UUID, org_id: uuid.UUID,
+                     website_id: uuid.UUID) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO parley_presence_connections (connection_id, instance_id, customer_id, org_id, "
+                "website_id, opened_at) VALUES (%s, %s, %s, %s, %s, now())",
+                (connection_id, self.instance_id, customer_id, org_id, website_id))
+
+    def closed(self, connection_id: uuid.UUID) -> None:
+        """Called from a stream's cleanup, which may be cancelled itself: the delete runs as its own task."""
+        task = asyncio.create_task(self._delete(connection_id))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _delete(self, connection_id: uuid.UUID) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute("DELETE FROM parley_presence_connections WHERE connection_id = %s", (connection_id,))
+
+
+@dataclass
+class Realtime:
+    hub: Hub
+    presence: Presence
+
+
+async def start_realtime(runtime) -> tuple[Realtime, list[asyncio.Task]]:
+    """The API process's realtime services, and the tasks that keep them running."""
+    hub = Hub(runtime.store, runtime.nats_url, runtime.settings.nats_stream)
+    presence = Presence(runtime.pool, runtime.settings.presence_ttl_seconds)
+    tasks = [await hub.start(), await presence.start()]
+    return Realtime(hub, presence), tasks

@@ -1,0 +1,55 @@
+"""Ratings and reactions: the visitor's (chat-session credential only) and the team's (operator token only)."""
+
+from __future__ import annotations
+
+from litestar import Request, Response, post
+
+from commands import feedback
+from parley.ids import parse_id
+from readapi.auth import authenticate
+from readapi.collections import MESSAGES
+from readapi.routes.chat import fresh, visitor
+from readapi.routes.resources import one_response
+from readapi.services import decode_body, json_response, run_command, services
+from readapi.visitor_views import VisitorReactions, visitor_messages
+
+
+@post("/api/messages/{message_id:str}/rating", status_code=200)
+async def rate_as_visitor(request: Request, message_id: str) -> Response:
+    principal = await visitor(request)
+    body = await decode_body(request, feedback.VisitorRating)
+    created = await run_command(request, feedback.rate_as_visitor, principal, parse_id(message_id), body)
+    await fresh(request, principal, created)
+    async with services(request).pool.connection() as conn:
+        [message] = await visitor_messages(conn, principal.org_id, principal.customer_id, message_id=created.id)
+    return json_response(message, created)
+
+
+@post("/api/messages/{message_id:str}/reaction/customer", status_code=200)
+async def react_as_visitor(request: Request, message_id: str) -> Response:
+    principal = await visitor(request)
+    body = await decode_body(request, feedback.VisitorReaction)
+    created = await run_command(request, feedback.react_as_visitor, principal, parse_id(message_id), body)
+    await fresh(request, principal, created)
+    async with services(request).pool.connection() as conn:
+        [message] = await visitor_messages(conn, principal.org_id, principal.customer_id, message_id=created.id)
+    return json_response(VisitorReactions(message.id, message.reactions), created)
+
+
+@post("/api/messages/{message_id:str}/rating/operator", status_code=200)
+async def rate_as_operator(request: Request, message_id: str) -> Response:
+    principal = await authenticate(request, accept=("operator",))
+    body = await decode_body(request, feedback.OperatorRating)
+    created = await run_command(request, feedback.rate_as_operator, principal, parse_id(message_id), body)
+    return await one_response(request, MESSAGES, principal, created.id, created=created)
+
+
+@post("/api/messages/{message_id:str}/reaction/operator", status_code=200)
+async def react_as_operator(request: Request, message_id: str) -> Response:
+    principal = await authenticate(request, accept=("operator",))
+    body = await decode_body(request, feedback.OperatorReaction)
+    created = await run_command(request, feedback.react_as_operator, principal, parse_id(message_id), body)
+    return await one_response(request, MESSAGES, principal, created.id, created=created)
+
+
+ROUTES = [rate_as_visitor, react_as_visitor, rate_as_operator, react_as_operator]

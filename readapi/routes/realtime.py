@@ -1,0 +1,71 @@
+"""Server-Sent Events channels: `GET /api/realtime` for operators (the organization's changes) and
+`GET /api/chat/realtime` for visitors (what that visitor may see). Credentials travel in the
+Authorization header only, so browsers read these with `fetch` streaming rather than `EventSource`.
+A reconnecting client sends `Last-Event-ID` and receives exactly what it missed."""
+
+from __future__ import annotations
+
+import uuid
+from typing import AsyncIterator, Callable
+
+from litestar import Request, get
+from litestar.response import Stream
+
+from commands.errors import Invalid
+from delivery.realtime import Channel, Realtime
+from readapi.auth import authenticate
+from readapi.services import services
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+OPENED = b"retry: 1000\n\n"
+
+
+def realtime(request: Request) -> Realtime:
+    return services(request).extras["realtime"]
+
+
+def last_event_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id")
+    if raw is None or raw.strip() == "":
+        return None
+    if not raw.strip().isdigit():
+        raise Invalid("Last-Event-ID must be the id of an event this API sent", "Last-Event-ID")
+    return int(raw)
+
+
+def event_stream(request: Request, channel: Channel, on_close: Callable[[], None] = lambda: None) -> Stream:
+    hub = realtime(request).hub
+    after = last_event_id(request)
+    hub.open(channel, after)
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield OPENED
+            async for data in hub.frames(channel, after):
+                yield data
+        finally:  # the client left, or the server is stopping
+            hub.close(channel)
+            on_close()
+
+    return Stream(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@get("/api/realtime")
+async def operator_stream(request: Request) -> Stream:
+    principal = await authenticate(request, accept=("operator",))
+    return event_stream(request, Channel("operator", principal.org_id))
+
+
+@get("/api/chat/realtime")
+async def visitor_stream(request: Request) -> Stream:
+    """A visitor holding this stream open is online (the inbox's `online` filter)."""
+    principal = await authenticate(request, accept=("chat",))
+    presence = realtime(request).presence
+    connection_id = uuid.uuid4()
+    last_event_id(request)  # refuse a bad header before recording presence
+    await presence.opened(connection_id, principal.customer_id, principal.org_id, principal.website_id)
+    return event_stream(request, Channel("visitor", principal.org_id, principal.customer_id),
+                        lambda: presence.closed(connection_id))
+
+
+ROUTES = [operator_stream, visitor_stream]

@@ -1,0 +1,95 @@
+"""What a visitor may see: their conversations and transcript, without internal notes, operator-only
+conversations, staff ids or anything else about the team. One shape per resource, built from a
+read-model row (REST) or from an event (the visitor's realtime channel)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Iterable
+
+import msgspec
+import psycopg
+
+from events import types as ev
+
+
+class VisibleReaction(msgspec.Struct, rename={"sender": "from"}):
+    emoji: str
+    sender: str  # "customer" (the visitor) or "operator" (the team)
+
+
+class ChatConversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "customer_id": "customerId",
+                                               "created_at": "createdAt", "last_edit_time": "lastEditTime"}):
+    id: uuid.UUID
+    website_id: uuid.UUID
+    customer_id: uuid.UUID
+    created_at: datetime
+    last_edit_time: datetime
+    resolved: bool
+
+
+class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "sender": "from",
+                                          "reply_to": "replyToMessageId", "creation_time": "creationTime",
+                                          "rating_time": "ratingTime"}):
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    content: str
+    sender: str
+    reply_to: uuid.UUID | None
+    creation_time: datetime
+    rating: str | None
+    rating_time: datetime | None
+    reactions: list[VisibleReaction]
+
+
+class VisitorReactions(msgspec.Struct, rename="camel"):
+    message_id: uuid.UUID
+    reactions: list[VisibleReaction]
+
+
+def visible_reactions(stored: Iterable[dict[str, Any]]) -> list[VisibleReaction]:
+    return [VisibleReaction(r["emoji"], r["from"]) for r in stored]
+
+
+CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit_time, resolved FROM rm_conversations"
+# Only the visitor's own, visible conversations: the filter every visitor read goes through.
+VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
+MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
+                  "m.rating_time, m.reactions FROM rm_messages m")
+
+
+def chat_message_of_row(row: tuple) -> ChatMessage:
+    return ChatMessage(*row[:-1], visible_reactions(row[-1]))
+
+
+async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
+                                conversation_id: uuid.UUID | None = None) -> list[ChatConversation]:
+    sql, args = f"{CONVERSATION_SELECT} WHERE {VISITOR_CONVERSATIONS}", [org_id, customer_id]
+    if conversation_id is not None:
+        sql, args = sql + " AND id = %s", [*args, conversation_id]
+    rows = await (await conn.execute(sql + " ORDER BY last_edit_time DESC, id DESC", args)).fetchall()
+    return [ChatConversation(*row) for row in rows]
+
+
+async def visitor_messages(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
+                           conversation_id: uuid.UUID | None = None,
+                           message_id: uuid.UUID | None = None) -> list[ChatMessage]:
+    """The visitor's transcript (of one conversation, or one message of it): never an internal note."""
+    sql = (f"{MESSAGE_SELECT} WHERE NOT m.internal AND m.conversation_id IN "
+           f"(SELECT id FROM rm_conversations WHERE {VISITOR_CONVERSATIONS})")
+    args: list[Any] = [org_id, customer_id]
+    if conversation_id is not None:
+        sql, args = sql + " AND m.conversation_id = %s", [*args, conversation_id]
+    if message_id is not None:
+        sql, args = sql + " AND m.id = %s", [*args, message_id]
+    rows = await (await conn.execute(sql + " ORDER BY m.creation_time, m.id", args)).fetchall()
+    return [chat_message_of_row(row) for row in rows]
+
+
+def chat_conversation_of(e: ev.ConversationCreated) -> ChatConversation:
+    return ChatConversation(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False)
+
+
+def chat_message_of(e: ev.MessageCreated) -> ChatMessage:
+    return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None, [])

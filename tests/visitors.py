@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import queue
+import socket
 import threading
 from dataclasses import dataclass
 
@@ -102,8 +103,13 @@ class EventStream:
                 return seen
 
     def close(self) -> None:
+        """Shuts the socket down, which wakes the reader thread and tells the server at once."""
         if self._response is not None:
-            self._response.close()
+            sock = self._response.extensions["network_stream"].get_extra_info("socket")
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the server
         self._client.close()
 
     def __enter__(self) -> "EventStream":

@@ -125,9 +125,19 @@ class Hub:
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
         self.closed = False  # set when the server stops serving: no channel may hold it open
 
-    async def start(self) -> asyncio.Task:
+    async def start(self) -> list[asyncio.Task]:
         self.position = await asyncio.to_thread(self.store.head)
-        return asyncio.create_task(self.run(), name="realtime-hub")
+        return [asyncio.create_task(self.run(), name="realtime-hub"),
+                asyncio.create_task(self._keepalive(), name="realtime-keepalive")]
+
+    async def _keepalive(self) -> None:
+        """A comment on every channel now and then, so proxies keep idle streams open."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            for index in (self.operators, self.visitors):
+                for members in list(index.values()):
+                    for channel in list(members):
+                        channel.queue.put_nowait((0, KEEPALIVE))
 
     # --- channels
 
@@ -172,17 +182,22 @@ class Hub:
                 channel.last_sent = position
                 yield data
         while True:
-            try:
-                item = await asyncio.wait_for(channel.queue.get(), HEARTBEAT_SECONDS)
-            except asyncio.TimeoutError:
-                yield KEEPALIVE
-                continue
-            if item is None:
-                return
-            position, data = item
-            if position > channel.last_sent:
-                channel.last_sent = position
-                yield data
+            # whatever queued up meanwhile goes out as one write
+            items = [await channel.queue.get()]
+            while not channel.queue.empty():
+                items.append(channel.queue.get_nowait())
+            out = []
+            for item in items:
+                if item is None:
+                    if out:
+                        yield b"".join(out)
+                    return
+                position, data = item
+                if position > channel.last_sent or data is KEEPALIVE:
+                    channel.last_sent = max(channel.last_sent, position)
+                    out.append(data)
+            if out:
+                yield b"".join(out)
 
     async def _replay(self, channel: Channel, after: int) -> AsyncIterator[tuple[int, bytes]]:
         position = after
@@ -395,5 +410,5 @@ async def start_realtime(runtime) -> tuple[Realtime, list[asyncio.Task]]:
     """The API process's realtime services, and the tasks that keep them running."""
     hub = Hub(runtime.store, runtime.nats_url, runtime.settings.nats_stream)
     presence = Presence(runtime.pool, runtime.settings.presence_ttl_seconds)
-    tasks = [await hub.start(), await presence.start()]
+    tasks = [*await hub.start(), await presence.start()]
     return Realtime(hub, presence), tasks

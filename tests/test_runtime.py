@@ -148,8 +148,10 @@ def test_api_and_workers_as_separate_processes(infra, tmp_path):
         store = workers.store()
         org = admin.create_org(store, "Split")
         website, _ = admin.create_website(store, org.id, f"split-{new_id().hex[:8]}", None)
-        _, operator_token = admin.create_operator(store, org.id, f"s-{new_id().hex[:8]}@example.com", "long enough")
+        operator, operator_token = admin.create_operator(store, org.id, f"s-{new_id().hex[:8]}@example.com",
+                                                         "long enough")
         store.close()
+        workers.wait_projected(operator.position)
         with api.client() as client:
             customer = client.post("/api/customers", json={"websiteId": str(website.id)},
                                    headers=token(operator_token))

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
+
+PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -22,11 +26,11 @@ class Settings(msgspec.Struct, kw_only=True):
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
-    rate_apikey_per_minute: int = 600
-    rate_operator_per_minute: int = 1200
-    rate_anonymous_per_minute: int = 60
+    rate_apikey_per_minute: PerMinute = 600
+    rate_operator_per_minute: PerMinute = 1200
+    rate_anonymous_per_minute: PerMinute = 60
     trusted_proxies: str = ""
-    sandbox_job_seconds: float = 2.0
+    sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
 
 
 # variable -> (setting, meaning), documented in the README from this table

@@ -16,6 +16,17 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+def limit_key(address: str) -> str:
+    """What the anonymous limit counts: the address, or for IPv6 its /64, which one client usually holds
+    whole (counting single IPv6 addresses would let it rotate through them)."""
+    parsed = _address(address)
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(parsed) if parsed else address
+
+
 class TrustedProxies:
     def __init__(self, spec: str):
         """`spec`: comma-separated addresses or CIDRs; a malformed entry refuses to start the service."""

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from commands.principal import Principal
 from parley.settings import Settings
 from projections.runner import lock_key
+from readapi.clientaddress import limit_key
 
 WINDOW_SECONDS = 60
 LEASE_FRACTION = 10  # a lease takes at most 1/LEASE_FRACTION of what is left of the window
@@ -76,7 +77,7 @@ def policy_for(principal: Principal | None, settings: Settings) -> Policy:
 
 
 def bucket_for(principal: Principal | None, client_address: str) -> str:
-    return f"{principal.kind}:{principal.credential_id}" if principal else f"address:{client_address}"
+    return f"{principal.kind}:{principal.credential_id}" if principal else f"address:{limit_key(client_address)}"
 
 
 @dataclass

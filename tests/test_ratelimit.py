@@ -5,14 +5,17 @@ several API processes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import subprocess
+import sys
 import uuid
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from conftest import ALL_KEY_SCOPES, Server, basic, make_server, make_tenant, token
-from readapi.clientaddress import TrustedProxies
+from readapi.clientaddress import TrustedProxies, limit_key
 from readapi.ratelimit import WINDOW_SECONDS, Policy, RateLimiter
 
 POLICY = re.compile(r'^"(?P<name>[a-z]+)";q=(?P<q>\d+);w=(?P<w>\d+)$')
@@ -164,6 +167,17 @@ def test_client_address(peer, forwarded_for, client):
     assert TrustedProxies("127.0.0.1, 10.0.0.0/8, ::1").client_address(peer, forwarded_for) == client
 
 
+@pytest.mark.parametrize("address, key", [
+    ("203.0.113.1", "203.0.113.1"),
+    ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2:bbbb::9", "2001:db8:1:2::/64"),
+    ("::ffff:203.0.113.1", "203.0.113.1"),
+    ("unknown", "unknown"),
+])
+def test_the_anonymous_limit_counts_an_ipv6_client_by_its_64(address, key):
+    assert limit_key(address) == key
+
+
 def test_a_malformed_trusted_proxy_list_is_refused():
     with pytest.raises(ValueError, match="PARLEY_TRUSTED_PROXIES"):
         TrustedProxies("10.0.0.0/8, not-a-network")
@@ -202,3 +216,13 @@ def test_one_limit_across_two_api_processes(infra, tmp_path):
     finally:
         for process in reversed(processes):
             process.stop()
+
+
+def test_the_rate_set_by_the_cli_is_the_key_s_limit(server, http, tenant):
+    created = subprocess.run(
+        [sys.executable, "-m", "parley.cli", "admin", "apikey", "create", "--org", str(tenant.org_id),
+         "--scopes", "websites:read", "--rate", "2/min", "--data-dir", str(server.data_dir)],
+        env=server.env, capture_output=True, text=True, timeout=60, check=True)
+    key = basic(json.loads(created.stdout)["secret"])
+    assert [http.get("/api/websites", headers=key).status_code for _ in range(2)] == [200, 200]
+    assert_refused(http.get("/api/websites", headers=key), "apikey", 2)

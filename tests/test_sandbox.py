@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from conftest import basic, make_server
+from conftest import make_server
 from inprocess import InProcessApi
 from readapi.routes.sandbox import CLOCK, SANDBOX_DOCUMENTS, SUMMARY
 

@@ -57,6 +57,6 @@ def check_notice(handlers: Iterable[HTTPRouteHandler]) -> None:
 
 
 def deprecation_headers(route_handler: Any) -> list[tuple[bytes, bytes]]:
-    """The headers for the route a request was routed to (none before routing, or for a current route)."""
+    """The headers of a deprecated route (none for a current route, or without one)."""
     declared = route_handler.opt.get(OPT_KEY) if route_handler is not None else None
     return declared.headers if declared else []

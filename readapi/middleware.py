@@ -11,6 +11,7 @@ import logging
 from urllib.parse import parse_qsl
 
 from litestar import Litestar, Request
+from litestar.utils import normalize_path
 
 from readapi.auth import identify
 from readapi.clientaddress import TrustedProxies
@@ -44,7 +45,7 @@ class ContractMiddleware:
             if message["type"] == "http.response.start":
                 message["headers"] = [
                     *[h for h in message.get("headers", []) if h[0].lower() != b"api-version"],
-                    *stamped, *deprecation_headers(scope.get("route_handler")),
+                    *stamped, *deprecation_headers(scope.get("route_handler") or self._route_of(scope)),
                 ]
             await send(message)
 
@@ -71,6 +72,13 @@ class ContractMiddleware:
                                  "credentials must never appear in a URL; send them in the Authorization header",
                                  leaked[0])
         await self.app(scope, receive, send_stamped)
+
+    def _route_of(self, scope):
+        """The route handler a request refused before routing (429, 400) would have reached, if any."""
+        try:
+            return self.app.asgi_router.handle_routing(path=normalize_path(scope["path"]), method=scope["method"])[1]
+        except Exception:  # noqa: BLE001 - no such route or method: nothing to stamp
+            return None
 
     async def _count(self, scope, receive) -> Decision:
         """Counts the request against its credential's limit, or its client address's without one."""

@@ -7,7 +7,9 @@ from datetime import date, timedelta
 import pytest
 from litestar import Request, Response, get
 
+from commands import admin
 from commands.errors import NotFound
+from conftest import basic
 from inprocess import InProcessApi
 from readapi.deprecation import DeprecationNoticeTooShort, deprecated
 from readapi.services import json_response
@@ -58,6 +60,22 @@ def test_its_errors_carry_them_too(api, app):
     assert_deprecation_headers(missing)
     wrong_method = api.request("POST", "/api/test/old-echo", app=app)
     assert wrong_method.status_code == 405
+
+
+def test_refusals_before_routing_carry_them_too(api, app):
+    refused = api.request("GET", "/api/test/old-echo", app=app, headers={"API-Version": "3"})
+    assert refused.status_code == 400
+    assert_deprecation_headers(refused)
+
+
+def test_a_429_on_it_carries_them_too(api, app):
+    org = admin.create_org(api.runtime.store, "Deprecations")
+    key, secret = admin.create_api_key(api.runtime.store, org.id, ["websites:read"], None, 1)
+    assert api.run(api.runtime.services.watch.wait_for(key.position))
+    assert api.request("GET", "/api/test/old-echo", app=app, headers=basic(secret)).status_code == 200
+    refused = api.request("GET", "/api/test/old-echo", app=app, headers=basic(secret))
+    assert refused.status_code == 429 and refused.headers["Retry-After"]
+    assert_deprecation_headers(refused)
 
 
 def test_current_routes_carry_none(api, app):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 
+import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
@@ -125,6 +126,8 @@ def test_the_anonymous_limit_ignores_a_spoofed_forwarded_for(limited):
         assert_refused(client.get("/api/sandbox/documents", headers={"X-Forwarded-For": "198.51.100.77"}),
                        "anonymous", 3)
         assert_refused(client.post("/api/sandbox/documentsummaryjobs"), "anonymous", 3)
+        with psycopg.connect(limited.database_url) as conn:
+            assert conn.execute("SELECT count(*) FROM rm_sandbox_jobs").fetchone()[0] == 0
         # without a valid credential, the same address's anonymous count applies outside the sandbox too
         assert_refused(client.get("/api/websites", headers=basic("pk_guess")), "anonymous", 3)
 

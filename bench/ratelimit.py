@@ -11,6 +11,7 @@ every request needs a lease round trip."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sys
 import tempfile
@@ -64,10 +65,12 @@ async def measure(database_url: str) -> None:
         async def flood(_: int) -> None:
             assert not (await limiter.hit(flooded, default)).allowed
 
-        tiny = Policy("apikey", 5)
+        tiny = Policy("apikey", 15)  # under 2 x LEASE_FRACTION left: every lease is a single token
+        tiny_hits, run = itertools.count(), uuid.uuid4()
 
-        async def tiny_quota(i: int) -> None:
-            await limiter.hit(f"apikey:tiny-{uuid.uuid4()}", tiny)  # a fresh bucket: one lease round trip
+        async def tiny_quota(_: int) -> None:
+            bucket = f"apikey:{run}-{next(tiny_hits) // tiny.quota}"
+            assert (await limiter.hit(bucket, tiny)).allowed
 
         floor = await per_op(select_one, 2000)
         cases = {

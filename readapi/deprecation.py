@@ -43,6 +43,7 @@ def deprecated(*, deprecation: date, sunset: date, link: str):
     """Declares a route deprecated; put it above the route decorator (`@deprecated(...)` then `@get(...)`)."""
     def declare(handler: HTTPRouteHandler) -> HTTPRouteHandler:
         handler.opt[OPT_KEY] = Deprecation(deprecation, sunset, link)
+        handler.deprecated = True  # and the OpenAPI document says so
         return handler
     return declare
 

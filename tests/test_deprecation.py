@@ -78,6 +78,12 @@ def test_a_429_on_it_carries_them_too(api, app):
     assert_deprecation_headers(refused)
 
 
+def test_the_openapi_document_marks_it_deprecated(api, app):
+    paths = api.request("GET", "/schema/openapi.json", app=app).json()["paths"]
+    assert paths["/api/test/old-echo"]["get"]["deprecated"] is True
+    assert not paths["/api/sandbox/documents"]["get"].get("deprecated")
+
+
 def test_current_routes_carry_none(api, app):
     response = api.request("GET", "/api/sandbox/documents", app=app)
     assert response.status_code == 200

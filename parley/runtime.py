@@ -23,12 +23,14 @@ from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.core import CoreProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
+from projections.sandbox import SandboxProjection
 
 log = logging.getLogger("parley")
 
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "sandbox": lambda settings: SandboxProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}

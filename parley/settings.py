@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
+
+PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -22,6 +26,11 @@ class Settings(msgspec.Struct, kw_only=True):
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    rate_apikey_per_minute: PerMinute = 600
+    rate_operator_per_minute: PerMinute = 1200
+    rate_anonymous_per_minute: PerMinute = 60
+    trusted_proxies: str = ""
+    sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -39,6 +48,18 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",
+                                      "requests per minute of an API key created without --rate (default 600)"),
+    "PARLEY_RATE_OPERATOR_PER_MINUTE": ("rate_operator_per_minute",
+                                        "requests per minute of an operator access token (default 1200)"),
+    "PARLEY_RATE_ANONYMOUS_PER_MINUTE": ("rate_anonymous_per_minute",
+                                         "requests per minute per client address without a valid credential: "
+                                         "the sandbox, sign-in, 401s; also per chat session (default 60)"),
+    "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
+                               "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
+                               "believed (default none: X-Forwarded-For is ignored)"),
+    "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
+                                   "seconds a sandbox summary job runs before it succeeds (default 2)"),
 }
 
 

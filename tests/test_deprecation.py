@@ -9,8 +9,8 @@ from litestar import Request, Response, get
 
 from commands import admin
 from commands.errors import NotFound
-from conftest import basic
-from inprocess import InProcessApi
+from tests.conftest import basic
+from tests.inprocess import InProcessApi
 from readapi.deprecation import DeprecationNoticeTooShort, deprecated
 from readapi.services import json_response
 

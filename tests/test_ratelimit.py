@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from conftest import ALL_KEY_SCOPES, Server, basic, make_server, make_tenant, token
+from tests.conftest import ALL_KEY_SCOPES, Server, basic, make_server, make_tenant, token
 from readapi.clientaddress import TrustedProxies, limit_key
 from readapi.ratelimit import WINDOW_SECONDS, Policy, RateLimiter
 

@@ -108,6 +108,9 @@ def test_rebuild_of_the_running_servers_read_model_equals_the_live_one(server, h
 
     conversation = create_conversation(http, tenant, create_customer(http, tenant)["_id"])
     post_message(http, tenant, conversation["_id"], "before rebuild")
+    store = server.store()
+    server.wait_projected(store.head())
+    store.close()
     live = dump(server.database_url)
     result = parley("projections", "rebuild", env=server.env)
     assert json.loads(result.stdout)["rebuilt"]["core"] >= 1

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from conftest import make_server
-from inprocess import InProcessApi
+from tests.conftest import make_server
+from tests.inprocess import InProcessApi
 from readapi.routes.sandbox import CLOCK, SANDBOX_DOCUMENTS, SUMMARY
 
 JOBS = "/api/sandbox/documentsummaryjobs"

@@ -53,7 +53,9 @@ def rss_kib(pid: int) -> int:
 
 def start_server(database_url: str, nats_url: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
-    env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_LOG_LEVEL="WARNING")
+    # the bench is one operator and one client address far above the default rate limits
+    env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_LOG_LEVEL="WARNING",
+               PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
     proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     for line in proc.stdout:

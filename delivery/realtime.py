@@ -29,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 from events import stream
 from events import types as ev
 from events.store import EventStore, Recorded, decode_event
-from readapi.collections import Conversation, Message
+from readapi.collections import Conversation, new_message
 from readapi.visitor_views import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
@@ -84,9 +84,7 @@ def operator_frame(recorded: Recorded) -> bytes | None:
     if isinstance(e, ev.ConversationUpdated):
         return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam))
     if isinstance(e, ev.MessageCreated):
-        return frame(at, "message.created", Message(
-            e.message_id, e.conversation_id, e.website_id, e.content, e.sender, e.reply_to, e.internal, e.at,
-            None, None, [], False))
+        return frame(at, "message.created", new_message(e))
     if isinstance(e, ev.MessageRated):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id, rating=e.rating,
                                                          rating_time=e.at))

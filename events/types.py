@@ -152,6 +152,17 @@ class MessageReactionsChanged(Event, frozen=True):
     reactions: tuple[Reaction, ...]
 
 
+# The keyless sandbox belongs to no customer: its events carry this fixed, well-known organization id,
+# which no `parley admin org create` can ever return (real ids are UUIDv7).
+SANDBOX_ORG_ID = uuid.UUID("00000000-0000-0000-0000-5a4db0c50000")
+
+
+class SandboxJobCreated(Event, frozen=True):
+    """A sandbox document-summary job; it succeeds by itself a fixed time after `at`."""
+
+    job_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -171,4 +182,5 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CustomerMetadataSet,
     MessageRated,
     MessageReactionsChanged,
+    SandboxJobCreated,
 )

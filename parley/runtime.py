@@ -24,6 +24,7 @@ from parley.settings import Settings
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
+from projections.sandbox import SandboxProjection
 
 log = logging.getLogger("parley")
 
@@ -31,6 +32,7 @@ log = logging.getLogger("parley")
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
     "chat": lambda settings: ChatProjection(),
+    "sandbox": lambda settings: SandboxProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
+
+PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -23,6 +27,11 @@ class Settings(msgspec.Struct, kw_only=True):
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
     presence_ttl_seconds: float = 30.0
+    rate_apikey_per_minute: PerMinute = 600
+    rate_operator_per_minute: PerMinute = 1200
+    rate_anonymous_per_minute: PerMinute = 60
+    trusted_proxies: str = ""
+    sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -42,6 +51,18 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
     "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",
                                     "how long a crashed API process's visitors still read as online (default 30)"),
+    "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",
+                                      "requests per minute of an API key created without --rate (default 600)"),
+    "PARLEY_RATE_OPERATOR_PER_MINUTE": ("rate_operator_per_minute",
+                                        "requests per minute of an operator access token (default 1200)"),
+    "PARLEY_RATE_ANONYMOUS_PER_MINUTE": ("rate_anonymous_per_minute",
+                                         "requests per minute per client address without a valid credential: "
+                                         "the sandbox, sign-in, 401s; also per chat session (default 60)"),
+    "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
+                               "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
+                               "believed (default none: X-Forwarded-For is ignored)"),
+    "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
+                                   "seconds a sandbox summary job runs before it succeeds (default 2)"),
 }
 
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from visitors import chat, sign, start_session, visitor_with_conversation
+from tests.visitors import chat, sign, start_session, visitor_with_conversation
 
 
 def customer_count(http, tenant):

@@ -8,8 +8,8 @@ import pytest
 
 from commands import admin
 from commands.feedback import MAX_REACTIONS
-from conftest import token
-from visitors import start_session, visitor_with_conversation
+from tests.conftest import token
+from tests.visitors import start_session, visitor_with_conversation
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 
 from commands import messages
 from commands.principal import Principal
-from conftest import make_server, make_tenant
-from visitors import EventStream, start_session, visitor_with_conversation
+from tests.conftest import make_server, make_tenant
+from tests.visitors import EventStream, start_session, visitor_with_conversation
 
 
 def reply(http, tenant, conversation_id, content, **extra):

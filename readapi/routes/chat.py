@@ -15,7 +15,7 @@ from commands.principal import Principal
 from parley.ids import parse_id
 from readapi.auth import authenticate
 from readapi.services import decode_body, json_response, run_command, services, written
-from readapi.visitor_views import visitor_conversations, visitor_messages
+from readapi.visitor_views import chat_message_of, visitor_conversations, visitor_messages
 
 
 class SessionCreated(msgspec.Struct, rename="camel"):
@@ -82,10 +82,8 @@ async def post_message(request: Request) -> Response:
     principal = await visitor(request)
     body = await decode_body(request, chat.VisitorMessage)
     created = await run_command(request, chat.post_message, principal, body)
-    await fresh(request, principal, created)
-    async with services(request).pool.connection() as conn:
-        [message] = await visitor_messages(conn, principal.org_id, principal.customer_id, message_id=created.id)
-    return json_response(message, created)
+    # answered from the event, like POST /api/messages: the hot write path does not wait for the projection
+    return json_response(chat_message_of(created.event), created)
 
 
 @get("/api/chat/messages")

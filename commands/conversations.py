@@ -8,8 +8,8 @@ import msgspec
 
 from commands.admin import Created
 from commands.errors import Forbidden, Invalid
-from commands.principal import Principal
 from commands.messages import load_conversation
+from commands.principal import Principal
 from commands.streams import Entity, load, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict

@@ -24,7 +24,8 @@ def credential(request: Request) -> tuple[str, str] | None:
     kind = SCHEMES.get(scheme.lower())
     value = value.strip()
     if kind is None or not value:
-        raise Unauthorized("unsupported Authorization scheme; use Basic (API key), Token (operator) or ChatSession (visitor)")
+        raise Unauthorized(
+            "unsupported Authorization scheme; use Basic (API key), Token (operator) or ChatSession (visitor)")
     if kind == "apikey":
         try:
             value = base64.b64decode(value, validate=True).decode().removesuffix(":")

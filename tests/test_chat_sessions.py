@@ -35,7 +35,7 @@ def test_signed_user_id_is_the_same_customer_on_every_device(http, tenant):
 
 @pytest.mark.parametrize("signature", ["wrong", None, "other-website", "uppercase"])
 def test_bad_user_signature_is_401_and_binds_nothing(http, tenant, signature):
-    other_website, other_secret = tenant.add_website()
+    _, other_secret = tenant.add_website()
     value = {"wrong": "0" * 64, None: None, "other-website": sign(other_secret, "user-7"),
              "uppercase": sign(tenant.identity_secret, "user-7").upper()}[signature]
     before = customer_count(http, tenant)
@@ -132,7 +132,7 @@ def test_visitor_never_sees_notes_operator_only_or_other_visitors(http, tenant, 
         "websiteId": str(tenant.website_id), "customerId": visitor.customer_id, "operatorOnly": True}).json()
     http.post("/api/messages", headers=tenant.operator,
               json={"conversationId": hidden["_id"], "content": "about them", "from": "operator"})
-    stranger, strangers_conversation = visitor_with_conversation(http, tenant)
+    _, strangers_conversation = visitor_with_conversation(http, tenant)
 
     listed = http.get("/api/chat/conversations", headers=visitor.headers).json()
     assert [c["_id"] for c in listed] == [conversation_id]
@@ -162,8 +162,8 @@ def test_visitor_cannot_write_notes_or_bad_messages(http, tenant):
 
 def test_profile_sets_nickname_phone_and_metadata(http, tenant):
     visitor = start_session(http, tenant.website_id)
-    response = http.put("/api/chat/profile", headers=visitor.headers,
-                        json={"nickname": "Ada", "phone": "+44 20 7946 0000", "metadata": {"plan": "pro", "seats": "3"}})
+    profile = {"nickname": "Ada", "phone": "+44 20 7946 0000", "metadata": {"plan": "pro", "seats": "3"}}
+    response = http.put("/api/chat/profile", headers=visitor.headers, json=profile)
     assert response.status_code == 200
     assert response.json()["metadata"] == {"plan": "pro", "seats": "3"}
     updated = http.put("/api/chat/profile", headers=visitor.headers, json={"metadata": {"seats": None}}).json()

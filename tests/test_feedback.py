@@ -31,8 +31,8 @@ def chat_thread(http, tenant):
     hidden = http.post("/api/conversations", headers=tenant.operator, json={
         "websiteId": str(tenant.website_id), "customerId": visitor.customer_id, "operatorOnly": True}).json()
     hidden_message = team(hidden["_id"], "Escalate?")
-    return dict(visitor=visitor, conversation_id=conversation_id, question=question, reply=reply, note=note,
-                hidden=hidden, hidden_message=hidden_message)
+    return {"visitor": visitor, "conversation_id": conversation_id, "question": question, "reply": reply,
+            "note": note, "hidden": hidden, "hidden_message": hidden_message}
 
 
 def stored(http, tenant, message_id):
@@ -209,13 +209,13 @@ def test_racing_reactions_one_wins_the_other_gets_409_never_a_lost_update(http, 
         start = threading.Barrier(len(team))
         results: dict[int, int] = {}
 
-        def send(index: int) -> None:
+        def send(index: int, message_id: str, start: threading.Barrier, results: dict[int, int]) -> None:
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
                 start.wait()
                 results[index] = client.post(f"/api/messages/{message_id}/reaction/operator",
                                              headers=team[index], json={"emoji": "👍"}).status_code
 
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(team))]
+        threads = [threading.Thread(target=send, args=(i, message_id, start, results)) for i in range(len(team))]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -53,7 +53,7 @@ def test_operator_stream_pushes_the_organizations_changes(server, http, tenant, 
 
 def test_visitor_stream_pushes_only_what_the_visitor_may_see(server, http, tenant):
     visitor, conversation_id = visitor_with_conversation(http, tenant)
-    stranger, strangers_conversation = visitor_with_conversation(http, tenant)
+    _, strangers_conversation = visitor_with_conversation(http, tenant)
     with EventStream(server.base_url, "/api/chat/realtime", visitor.headers) as stream:
         # planted: a note, an operator-only conversation about the visitor, a reaction on the note,
         # another visitor's conversation, and the visitor's own rating
@@ -175,7 +175,8 @@ def test_resume_with_last_event_id_across_a_restart(own_server):
     own_server.start()
     with own_server.client() as http:
         after = reply(http, tenant, conversation_id, "after the restart")
-        with EventStream(own_server.base_url, "/api/realtime", {**tenant.operator, "Last-Event-ID": str(team_seen)}) as team, \
+        with EventStream(own_server.base_url, "/api/realtime",
+                         {**tenant.operator, "Last-Event-ID": str(team_seen)}) as team, \
                 EventStream(own_server.base_url, "/api/chat/realtime",
                             {**visitor.headers, "Last-Event-ID": str(visitor_seen)}) as mine:
             live = reply(http, tenant, conversation_id, "live again")

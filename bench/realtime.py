@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -36,7 +37,8 @@ from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
-CONTENT = re.compile(rb'"content":"bench-(\d+)"')
+# a message frame: its number, and its creationTime (stamped by the command just before the append)
+FRAME = re.compile(rb'"content":"bench-(\d+)".*?"creationTime":"([^"]+)"')
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -66,7 +68,8 @@ def start_server(database_url: str, nats_url: str, data_dir: Path) -> tuple[subp
     raise RuntimeError("parley serve did not start")
 
 
-async def open_stream(base_url: str, path: str, authorization: str, arrivals: dict[int, list[float]]) -> asyncio.Task:
+async def open_stream(base_url: str, path: str, authorization: str, arrivals: dict[int, list[float]],
+                      after_commit: list[float]) -> asyncio.Task:
     """A raw SSE reader: one TCP connection, frames scanned for the message number they carry."""
     host, port = base_url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
@@ -82,8 +85,10 @@ async def open_stream(base_url: str, path: str, authorization: str, arrivals: di
             now = time.perf_counter()
             data = tail + chunk
             cut = data.rfind(b"\n\n") + 2
-            for match in CONTENT.finditer(data[:cut]):
+            wall = time.time()
+            for match in FRAME.finditer(data[:cut]):
                 arrivals.setdefault(int(match.group(1)), []).append(now)
+                after_commit.append(wall - datetime.fromisoformat(match.group(2).decode()).timestamp())
             tail = data[cut:]
 
     task = asyncio.create_task(read())
@@ -147,8 +152,10 @@ async def run(args, base_url: str, server_pid: int, store: EventStore, nats_url:
         await asyncio.sleep(1)
         rss_before = rss_kib(server_pid)
         arrivals: dict[int, list[float]] = {}
-        readers = [await open_stream(base_url, "/api/chat/realtime", auth, arrivals) for auth in visitors]
-        readers += [await open_stream(base_url, "/api/realtime", f"Token {operator_token}", arrivals)
+        after_commit: list[float] = []
+        readers = [await open_stream(base_url, "/api/chat/realtime", auth, arrivals, after_commit)
+                   for auth in visitors]
+        readers += [await open_stream(base_url, "/api/realtime", f"Token {operator_token}", arrivals, after_commit)
                     for _ in range(args.operators)]
         await asyncio.sleep(1)
         per_stream = (rss_kib(server_pid) - rss_before) / len(readers)
@@ -185,6 +192,9 @@ async def run(args, base_url: str, server_pid: int, store: EventStore, nats_url:
     print(f"floor (NATS publish -> subscriber): p50 {f50:.2f} ms, p99 {f99:.2f} ms")
     print(f"POST -> stream delay: p50 {p50:.2f} ms ({p50 / f50:.1f}x floor), "
           f"p99 {p99:.2f} ms ({p99 / f99:.1f}x floor); mean {statistics.fmean(delays):.2f} ms")
+    pushed = [d * 1000 for d in after_commit[int(len(after_commit) / args.seconds):]]  # past the first second
+    print(f"write -> stream delay (from the command's timestamp, so without the POST's queueing): "
+          f"p50 {percentile(pushed, 0.5):.2f} ms, p99 {percentile(pushed, 0.99):.2f} ms")
     print(f"POST response time: p50 {percentile(post, 0.5):.2f} ms, p99 {percentile(post, 0.99):.2f} ms")
     print(f"goal p99 < 50 ms: {'met' if p99 < 50 else 'NOT met'}")
     print(f"server memory per open stream: {per_stream:.1f} KiB (RSS delta over {len(readers)} streams)")

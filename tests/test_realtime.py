@@ -132,17 +132,27 @@ def test_replay_from_last_event_id_then_live_without_duplicates(server, http):
     tenant = make_tenant(server)
     visitor, conversation_id = visitor_with_conversation(http, tenant)
     first = reply(http, tenant, conversation_id, "one")
+    note = reply(http, tenant, conversation_id, "a note", internal=True)
     second = reply(http, tenant, conversation_id, "two")
     with EventStream(server.base_url, "/api/realtime", {**tenant.operator, "Last-Event-ID": "0"}) as stream:
         third = reply(http, tenant, conversation_id, "three")
         pushed = until_message(stream, third["_id"])
-    assert [p.event for p in pushed] == ["conversation.created"] + ["message.created"] * 3
-    assert [p.data["_id"] for p in pushed[1:]] == [first["_id"], second["_id"], third["_id"]]
-    with EventStream(server.base_url, "/api/chat/realtime",
-                     {**visitor.headers, "Last-Event-ID": str(pushed[1].id)}) as stream:
+    assert [p.event for p in pushed] == ["conversation.created"] + ["message.created"] * 4
+    assert [p.data["_id"] for p in pushed[1:]] == [first["_id"], note["_id"], second["_id"], third["_id"]]
+    # the visitor's replay from the very start holds neither the note nor the operator-only conversation
+    hidden = http.post("/api/conversations", headers=tenant.operator, json={
+        "websiteId": str(tenant.website_id), "customerId": visitor.customer_id, "operatorOnly": True}).json()
+    reply(http, tenant, hidden["_id"], "about them")
+    with EventStream(server.base_url, "/api/chat/realtime", {**visitor.headers, "Last-Event-ID": "0"}) as stream:
         fourth = reply(http, tenant, conversation_id, "four")
-        resumed = until_message(stream, fourth["_id"])
-    assert [p.data["_id"] for p in resumed] == [second["_id"], third["_id"], fourth["_id"]]
+        replayed = until_message(stream, fourth["_id"])
+    assert [p.data["_id"] for p in replayed] == [conversation_id, first["_id"], second["_id"], third["_id"],
+                                                 fourth["_id"]]
+    with EventStream(server.base_url, "/api/chat/realtime",
+                     {**visitor.headers, "Last-Event-ID": str(replayed[1].id)}) as stream:
+        fifth = reply(http, tenant, conversation_id, "five")
+        resumed = until_message(stream, fifth["_id"])
+    assert [p.data["_id"] for p in resumed] == [second["_id"], third["_id"], fourth["_id"], fifth["_id"]]
 
 
 @pytest.fixture

@@ -72,9 +72,9 @@ class EventStream:
                 if response.status_code != 200:
                     self.body = response.read()
                     return
-                self._opened.set()
                 fields: dict[str, str] = {}
                 for line in response.iter_lines():
+                    self._opened.set()  # the server's first bytes: the channel is open
                     if line == "":
                         if "data" in fields:
                             self.events.put(Pushed(int(fields["id"]), fields.get("event", "message"),

@@ -6,7 +6,7 @@ A reconnecting client sends `Last-Event-ID` and receives exactly what it missed.
 from __future__ import annotations
 
 import uuid
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 from litestar import Request, get
 from litestar.response import Stream
@@ -33,13 +33,18 @@ def last_event_id(request: Request) -> int | None:
     return int(raw)
 
 
-def event_stream(request: Request, channel: Channel, on_close: Callable[[], None] = lambda: None) -> Stream:
+def event_stream(request: Request, channel: Channel, on_open: Callable[[], Awaitable[None]] | None = None,
+                 on_close: Callable[[], None] = lambda: None) -> Stream:
+    """The SSE response. The channel opens when the body starts, so a client gone before then leaves
+    nothing registered; the first bytes it receives mean the channel is open."""
     hub = realtime(request).hub
     after = last_event_id(request)
-    hub.open(channel, after)
 
     async def body() -> AsyncIterator[bytes]:
+        hub.open(channel, after)
         try:
+            if on_open is not None:
+                await on_open()
             yield OPENED
             async for data in hub.frames(channel, after):
                 yield data
@@ -62,10 +67,10 @@ async def visitor_stream(request: Request) -> Stream:
     principal = await authenticate(request, accept=("chat",))
     presence = realtime(request).presence
     connection_id = uuid.uuid4()
-    last_event_id(request)  # refuse a bad header before recording presence
-    await presence.opened(connection_id, principal.customer_id, principal.org_id, principal.website_id)
-    return event_stream(request, Channel("visitor", principal.org_id, principal.customer_id),
-                        lambda: presence.closed(connection_id))
+    return event_stream(
+        request, Channel("visitor", principal.org_id, principal.customer_id),
+        on_open=lambda: presence.opened(connection_id, principal.customer_id, principal.org_id, principal.website_id),
+        on_close=lambda: presence.closed(connection_id))
 
 
 ROUTES = [operator_stream, visitor_stream]

@@ -94,7 +94,8 @@ def test_stream_credentials(server, http, tenant):
     for path, headers, status in (("/api/realtime", visitor.headers, 403), ("/api/realtime", tenant.key(), 403),
                                   ("/api/realtime", {}, 401), ("/api/chat/realtime", tenant.operator, 403),
                                   ("/api/chat/realtime", tenant.key(), 403), ("/api/chat/realtime", {}, 401),
-                                  ("/api/realtime", {**tenant.operator, "Last-Event-ID": "x"}, 400)):
+                                  ("/api/realtime", {**tenant.operator, "Last-Event-ID": "x"}, 400),
+                                  ("/api/realtime", {**tenant.operator, "Last-Event-ID": "-1"}, 400)):
         stream = EventStream(server.base_url, path, headers)
         assert stream.status == status, (path, headers)
         stream.close()

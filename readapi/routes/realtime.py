@@ -28,7 +28,8 @@ def last_event_id(request: Request) -> int | None:
     raw = request.headers.get("last-event-id")
     if raw is None or raw.strip() == "":
         return None
-    if not raw.strip().isdigit():
+    raw = raw.strip()
+    if not (raw.isascii() and raw.isdigit()):
         raise Invalid("Last-Event-ID must be the id of an event this API sent", "Last-Event-ID")
     return int(raw)
 

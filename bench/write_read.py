@@ -82,7 +82,9 @@ def main() -> None:
     database_url = database_url.rsplit("/", 1)[0] + "/" + name
 
     env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
-           "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING"}
+           "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING",
+           # measured here is the write path, not the rate limiter
+           "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000", "PARLEY_RATE_APIKEY_PER_MINUTE": "100000000"}
     server = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(tmp)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

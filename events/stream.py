@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 import nats
 import psycopg
@@ -92,6 +93,8 @@ class Relay:
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream
+        # Its own thread: the relay must not queue behind commands for the shared executor.
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-relay")
 
     async def run(self) -> None:
         """Runs until cancelled; restarts itself after any infrastructure error."""
@@ -115,7 +118,8 @@ class Relay:
                 await ensure_stream(js, self.stream)
                 published = await last_published(js, self.stream)
                 while True:
-                    batch = await asyncio.to_thread(self.store.read, published, BATCH)
+                    batch = await asyncio.get_running_loop().run_in_executor(
+                        self._reader, self.store.read, published, BATCH)
                     if batch:
                         published = await self._publish(js, batch, published)
                     if len(batch) < BATCH:

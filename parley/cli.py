@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import sys
+from concurrent.futures import ThreadPoolExecutor
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -42,6 +43,9 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
     runtime = Runtime(settings, infra.database_url, infra.nats_url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Commands block a worker thread for their database round trips (and group-commit followers wait
+    # on the leader), so the default of cores + 4 threads would throttle concurrent writes.
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="parley"))
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:

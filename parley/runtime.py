@@ -22,6 +22,7 @@ from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.core import CoreProjection
+from projections.inbox import InboxProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 
 log = logging.getLogger("parley")
@@ -29,6 +30,7 @@ log = logging.getLogger("parley")
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "inbox": lambda settings: InboxProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}

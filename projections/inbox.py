@@ -7,7 +7,7 @@ counters its tabs show, and who is mentioned where.
 - `rm_inbox_counts` holds, per website and flag combination, how many conversations there are. A
   trigger on `rm_inbox` keeps it exact whatever statement changes a row, so the unwindowed counts are a
   sum over at most eight rows, however large the website.
-- `rm_inbox_mentions` records (conversation, operator) once an internal note mentions `@<e-mail>` of an
+- `rm_inbox_mentions` records (operator, website, conversation) once an internal note mentions `@<e-mail>` of an
   operator of the same organization; `rm_inbox_operators` is this projection's own e-mail directory, so
   a replay resolves mentions from the events alone.
 """
@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS rm_inbox_counts (
     website_id uuid NOT NULL, spam boolean NOT NULL, resolved boolean NOT NULL, unread boolean NOT NULL,
     n bigint NOT NULL, PRIMARY KEY (website_id, spam, resolved, unread));
 CREATE TABLE IF NOT EXISTS rm_inbox_mentions (
-    operator_id uuid NOT NULL, conversation_id uuid NOT NULL, PRIMARY KEY (operator_id, conversation_id));
+    operator_id uuid NOT NULL, website_id uuid NOT NULL, conversation_id uuid NOT NULL,
+    PRIMARY KEY (operator_id, website_id, conversation_id));
 CREATE TABLE IF NOT EXISTS rm_inbox_operators (
     email text PRIMARY KEY, operator_id uuid NOT NULL, org_id uuid NOT NULL);
 CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -136,9 +137,9 @@ async def _message(conn, e: ev.MessageCreated) -> None:
             (e.at, e.conversation_id))
     if e.internal and (emails := mentioned_emails(e.content)):
         await conn.execute(
-            "INSERT INTO rm_inbox_mentions (operator_id, conversation_id) "
-            "SELECT operator_id, %s FROM rm_inbox_operators WHERE org_id = %s AND email = ANY(%s) "
-            "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
+            "INSERT INTO rm_inbox_mentions (operator_id, website_id, conversation_id) "
+            "SELECT operator_id, %s, %s FROM rm_inbox_operators WHERE org_id = %s AND email = ANY(%s) "
+            "ON CONFLICT DO NOTHING", (e.website_id, e.conversation_id, e.org_id, emails))
 
 
 async def _message_read(conn, e: ev.MessageRead) -> None:

@@ -39,7 +39,8 @@ TAB_ROWS: dict[str, str] = {
     "resolved": "resolved AND NOT spam",
     "spam": "spam",
 }
-MENTIONS_ROWS = "NOT spam AND id IN (SELECT conversation_id FROM rm_inbox_mentions WHERE operator_id = %s)"
+MENTIONS_ROWS = ("NOT spam AND id IN "
+                 "(SELECT conversation_id FROM rm_inbox_mentions WHERE operator_id = %s AND website_id = %s)")
 INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
 CONVERSATION_FILTERS = ("all", "last-hour", "today", "last-week", "online")
 # list-mode filters that have no meaning beside the inbox tabs
@@ -146,7 +147,8 @@ async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: u
         sql, args = f"SELECT {counts} FROM rm_inbox WHERE {scope.where}", scope.args
     tabs = dict(zip(TAB_ROWS, await (await conn.execute(sql, args)).fetchone()))
     (mentions,) = await (await conn.execute(
-        f"SELECT count(*) FROM rm_inbox WHERE {scope.where} AND {MENTIONS_ROWS}", (*scope.args, operator_id))).fetchone()
+        f"SELECT count(*) FROM rm_inbox WHERE {scope.where} AND {MENTIONS_ROWS}",
+        (*scope.args, operator_id, scope.website_id))).fetchone()
     return InboxCounts(mentions=mentions, **tabs)
 
 
@@ -167,7 +169,7 @@ async def read_inbox(conn: psycopg.AsyncConnection, principal: Principal, params
     scope = await scope_of(conn, website_id, conversation_filter, zone)
     counts = await count_tabs(conn, scope, principal.operator_id)
     if inbox_filter == "mentions":
-        rows, args = MENTIONS_ROWS, (*scope.args, principal.operator_id)
+        rows, args = MENTIONS_ROWS, (*scope.args, principal.operator_id, website_id)
     else:
         rows, args = TAB_ROWS[inbox_filter], scope.args
     found = await (await conn.execute(

@@ -4,8 +4,9 @@ read through the same `Listing`, so a batch answers exactly what the GET would."
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import psycopg
 from litestar import Request, Response
@@ -49,10 +50,18 @@ async def read_listing(conn: psycopg.AsyncConnection, principal: Principal, list
     return await listing.read(conn, principal, params)
 
 
+@asynccontextmanager
+async def snapshot(request: Request) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A read-only connection on which every query sees the read models at one instant, so a page and its
+    counts, or the reads of one batch, agree with each other."""
+    async with services(request).pool.connection() as conn, conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield conn
+
+
 async def listing_response(request: Request, name: str) -> Response:
     listing = LISTINGS[name]
     principal = await authenticate(request, scope=listing.scope)
-    svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id, listing.projections)
-    async with svc.pool.connection() as conn:
+    await services(request).watch.wait_for_org(principal.org_id, listing.projections)
+    async with snapshot(request) as conn:
         return json_response(await read_listing(conn, principal, listing, request.query_params))

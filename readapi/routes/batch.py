@@ -17,7 +17,7 @@ from litestar.datastructures import MultiDict
 
 from commands.errors import CommandError, Invalid
 from readapi.auth import authenticate
-from readapi.listing import LISTINGS, Listing, read_listing
+from readapi.listing import LISTINGS, Listing, read_listing, snapshot
 from readapi.middleware import CREDENTIAL_PARAMETERS
 from readapi.services import decode_body, json_response, services
 
@@ -78,11 +78,10 @@ def plan(items: list[BatchItem]) -> list[PlannedRead]:
 async def batch(request: Request) -> Response:
     principal = await authenticate(request, accept=("operator",))
     reads = plan(await decode_body(request, list[BatchItem]))
-    svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id, tuple({p for read in reads for p in read.listing.projections}))
+    await services(request).watch.wait_for_org(
+        principal.org_id, tuple({p for read in reads for p in read.listing.projections}))
     results: dict[str, object] = {}
-    async with svc.pool.connection() as conn, conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    async with snapshot(request) as conn:
         for read in reads:
             try:
                 results[read.alias] = await read_listing(conn, principal, read.listing, read.params)

@@ -7,9 +7,11 @@ counters its tabs show, and who is mentioned where.
 - `rm_inbox_counts` holds, per website and flag combination, how many conversations there are. A
   trigger on `rm_inbox` keeps it exact whatever statement changes a row, so the unwindowed counts are a
   sum over at most eight rows, however large the website.
-- `rm_inbox_mentions` records (operator, website, conversation) once an internal note mentions `@<e-mail>` of an
-  operator of the same organization; `rm_inbox_operators` is this projection's own e-mail directory, so
-  a replay resolves mentions from the events alone.
+- `rm_inbox_mentions` records (operator, conversation) once an internal note mentions `@<e-mail>` of an
+  operator of the same organization, with copies of the conversation's scope columns (website, visitor,
+  last edit time, spam) that a trigger keeps in step with `rm_inbox`, so an operator's mention count and
+  page are an index range of their own mentions. `rm_inbox_operators` is this projection's own e-mail
+  directory, so a replay resolves mentions from the events alone.
 """
 
 from __future__ import annotations
@@ -54,8 +56,11 @@ CREATE TABLE IF NOT EXISTS rm_inbox_counts (
     website_id uuid NOT NULL, spam boolean NOT NULL, resolved boolean NOT NULL, unread boolean NOT NULL,
     n bigint NOT NULL, PRIMARY KEY (website_id, spam, resolved, unread));
 CREATE TABLE IF NOT EXISTS rm_inbox_mentions (
-    operator_id uuid NOT NULL, website_id uuid NOT NULL, conversation_id uuid NOT NULL,
-    PRIMARY KEY (operator_id, website_id, conversation_id));
+    operator_id uuid NOT NULL, conversation_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
+    last_edit_time timestamptz NOT NULL, spam boolean NOT NULL, PRIMARY KEY (operator_id, conversation_id));
+CREATE INDEX IF NOT EXISTS rm_inbox_mentions_page ON rm_inbox_mentions
+    (operator_id, website_id, last_edit_time DESC, conversation_id DESC) WHERE NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_mentions_conversation ON rm_inbox_mentions (conversation_id);
 CREATE TABLE IF NOT EXISTS rm_inbox_operators (
     email text PRIMARY KEY, operator_id uuid NOT NULL, org_id uuid NOT NULL);
 CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -71,6 +76,15 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+CREATE OR REPLACE FUNCTION rm_inbox_mentions_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE rm_inbox_mentions SET last_edit_time = NEW.last_edit_time, spam = NEW.spam
+    WHERE conversation_id = NEW.id;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER rm_inbox_mentions_follow AFTER UPDATE OF last_edit_time, spam ON rm_inbox
+    FOR EACH ROW WHEN (OLD.last_edit_time <> NEW.last_edit_time OR OLD.spam <> NEW.spam)
+    EXECUTE FUNCTION rm_inbox_mentions_follow();
 CREATE OR REPLACE TRIGGER rm_inbox_count_rows AFTER INSERT OR DELETE ON rm_inbox
     FOR EACH ROW EXECUTE FUNCTION rm_inbox_count();
 CREATE OR REPLACE TRIGGER rm_inbox_count_flags AFTER UPDATE OF spam, resolved, unread ON rm_inbox
@@ -98,7 +112,7 @@ class InboxProjection:
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
-        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count()")
+        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count(), rm_inbox_mentions_follow()")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         handler = HANDLERS.get(type(recorded.event))
@@ -137,9 +151,10 @@ async def _message(conn, e: ev.MessageCreated) -> None:
             (e.at, e.conversation_id))
     if e.internal and (emails := mentioned_emails(e.content)):
         await conn.execute(
-            "INSERT INTO rm_inbox_mentions (operator_id, website_id, conversation_id) "
-            "SELECT operator_id, %s, %s FROM rm_inbox_operators WHERE org_id = %s AND email = ANY(%s) "
-            "ON CONFLICT DO NOTHING", (e.website_id, e.conversation_id, e.org_id, emails))
+            "INSERT INTO rm_inbox_mentions (operator_id, conversation_id, website_id, customer_id, last_edit_time, spam) "
+            "SELECT o.operator_id, i.id, i.website_id, i.customer_id, i.last_edit_time, i.spam "
+            "FROM rm_inbox_operators o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
+            "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
 
 
 async def _message_read(conn, e: ev.MessageRead) -> None:

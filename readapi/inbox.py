@@ -39,8 +39,9 @@ TAB_ROWS: dict[str, str] = {
     "resolved": "resolved AND NOT spam",
     "spam": "spam",
 }
-MENTIONS_ROWS = ("NOT spam AND id IN "
-                 "(SELECT conversation_id FROM rm_inbox_mentions WHERE operator_id = %s AND website_id = %s)")
+# an operator's mentions, with the columns a scope and an order name, as a relation like rm_inbox
+MENTIONED = ("(SELECT conversation_id AS id, website_id, customer_id, last_edit_time FROM rm_inbox_mentions "
+             "WHERE operator_id = %s AND NOT spam) AS mentioned")
 INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
 CONVERSATION_FILTERS = ("all", "last-hour", "today", "last-week", "online")
 # list-mode filters that have no meaning beside the inbox tabs
@@ -147,9 +148,21 @@ async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: u
         sql, args = f"SELECT {counts} FROM rm_inbox WHERE {scope.where}", scope.args
     tabs = dict(zip(TAB_ROWS, await (await conn.execute(sql, args)).fetchone()))
     (mentions,) = await (await conn.execute(
-        f"SELECT count(*) FROM rm_inbox WHERE {scope.where} AND {MENTIONS_ROWS}",
-        (*scope.args, operator_id, scope.website_id))).fetchone()
+        f"SELECT count(*) FROM {MENTIONED} WHERE {scope.where}", (operator_id, *scope.args))).fetchone()
     return InboxCounts(mentions=mentions, **tabs)
+
+
+async def page_of(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, operator_id: uuid.UUID | None,
+                  order: str, limit: int, skip: int) -> list[tuple]:
+    if inbox_filter == "mentions":  # the page of ids comes from the operator's mentions, the rows from the inbox
+        sql = (f"SELECT {INBOX.select} FROM rm_inbox WHERE id IN (SELECT id FROM {MENTIONED} WHERE {scope.where} "
+               f"ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}")
+        args = (operator_id, *scope.args, limit, skip)
+    else:
+        sql = (f"SELECT {INBOX.select} FROM rm_inbox WHERE {scope.where} AND {TAB_ROWS[inbox_filter]} "
+               f"ORDER BY {order} LIMIT %s OFFSET %s")
+        args = (*scope.args, limit, skip)
+    return await (await conn.execute(sql, args)).fetchall()
 
 
 async def read_inbox(conn: psycopg.AsyncConnection, principal: Principal, params: Mapping[str, str]) -> InboxPage:
@@ -168,13 +181,7 @@ async def read_inbox(conn: psycopg.AsyncConnection, principal: Principal, params
 
     scope = await scope_of(conn, website_id, conversation_filter, zone)
     counts = await count_tabs(conn, scope, principal.operator_id)
-    if inbox_filter == "mentions":
-        rows, args = MENTIONS_ROWS, (*scope.args, principal.operator_id, website_id)
-    else:
-        rows, args = TAB_ROWS[inbox_filter], scope.args
-    found = await (await conn.execute(
-        f"SELECT {INBOX.select} FROM rm_inbox WHERE {scope.where} AND {rows} ORDER BY {order} LIMIT %s OFFSET %s",
-        (*args, limit, skip))).fetchall()
+    found = await page_of(conn, scope, inbox_filter, principal.operator_id, order, limit, skip)
     return InboxPage(
         conversations=project([INBOX.row_object(row) for row in found], fields),
         total=counts.all + counts.spam, filtered_total=getattr(counts, inbox_filter), counts=counts)

@@ -7,7 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from events import types as ev
 from inbox_seed import Seeder
+from parley.ids import new_id
 
 
 @pytest.fixture
@@ -238,3 +240,20 @@ def test_rebuilt_projection_gives_the_same_answer(http, tenant, seed, server):
     finally:
         store.close()
     assert inbox(http, tenant, inboxFilter="resolved") == before
+
+
+def test_mentions_follow_the_conversation_into_a_window_and_out_of_spam(http, tenant, seed):
+    conversation = seed.conversation(at=datetime.now(timezone.utc) - timedelta(days=3))
+    seed.append(ev.MessageCreated(
+        org_id=tenant.org_id, at=datetime.now(timezone.utc) - timedelta(days=3), message_id=new_id(),
+        conversation_id=conversation, website_id=tenant.website_id, content=f"@{tenant.operator_email}",
+        sender="operator", internal=True))
+    assert inbox(http, tenant, inboxFilter="mentions", conversationFilter="last-week")["filteredTotal"] == 1
+    assert inbox(http, tenant, inboxFilter="mentions", conversationFilter="last-hour")["filteredTotal"] == 0
+    post_message(http, tenant, conversation, "back again")
+    hour = inbox(http, tenant, inboxFilter="mentions", conversationFilter="last-hour")
+    assert ids(hour) == [str(conversation)] and hour["counts"]["mentions"] == 1
+    seed.flags(conversation, spam=True)
+    assert inbox(http, tenant, inboxFilter="mentions")["counts"]["mentions"] == 0
+    seed.flags(conversation, spam=False)
+    assert ids(inbox(http, tenant, inboxFilter="mentions")) == [str(conversation)]

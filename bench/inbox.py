@@ -8,13 +8,16 @@ MessageRead, ConversationUpdated for resolved and spam) through the event store,
 transaction instead of one per request. The read models are then caught up from the store with the
 projection runner's own `apply_batch`, in psycopg pipeline mode (statements are sent without waiting
 for each answer), and vacuumed so counts over a window can be index-only scans, as autovacuum leaves
-a steady-state table. Each measured combination starts with a few unmeasured requests. Conversations are spread over the last 30 days; some visitors hold an open
-realtime stream (rows in the presence table).
+a steady-state table. Conversations are spread over the last 30 days; some visitors hold an open
+realtime stream (rows in the presence table). Each measured combination starts with a few unmeasured
+requests.
 
 Measured, for every inboxFilter x conversationFilter: the read the route runs (`read_inbox`, counts
 included) on a direct connection, and the full HTTP request against a `parley serve --role api`
-process. The floor is a plain `SELECT ... FROM rm_inbox WHERE website_id = ... LIMIT 20` on the same
-table; ratios are p99 against the floor's p99. The goal is an HTTP p99 under 25 ms for every filter.
+process. The query floor is a plain `SELECT ... FROM rm_inbox WHERE website_id = ... LIMIT 20` on the
+same table; the HTTP floor is `GET /api/websites` on the same server (authentication, read-your-writes
+check and snapshot around one tiny query). Ratios are p99 against the matching floor's p99, measured in
+the same run, so a loaded machine shows in both. The goal is an HTTP p99 under 25 ms for every filter.
 
 PostgreSQL and NATS: the `PARLEY_DATABASE_URL` / `PARLEY_NATS_URL` servers when set, else embedded ones
 under a temporary data directory (fsync off).
@@ -204,20 +207,22 @@ def start_api(database_url: str, nats_url: str, data_dir: Path) -> tuple[subproc
     return proc, found[0]
 
 
-def measure_http(base_url: str, seeded: Seeded, samples: int) -> dict:
-    results = {}
+def measure_http(base_url: str, seeded: Seeded, samples: int) -> tuple[tuple[float, float], dict]:
+    """The inbox requests, and as their floor `GET /api/websites`: the same authentication,
+    read-your-writes check and snapshot around one tiny query."""
     with httpx.Client(base_url=base_url, headers={"Authorization": f"Token {seeded.token}"}) as client:
-        for params in combos():
+        def timed(path: str, params: dict[str, str]) -> tuple[float, float]:
             times = []
             for i in range(WARM_UP + samples):
-                query = {**params, "websiteId": str(seeded.websites[i % len(seeded.websites)])}
+                query = {**params, "websiteId": str(seeded.websites[i % len(seeded.websites)])} if params else None
                 started = time.perf_counter()
-                response = client.get("/api/conversations", params=query)
+                response = client.get(path, params=query)
                 times.append((time.perf_counter() - started) * 1000)
                 assert response.status_code == 200, response.text
-            del times[:WARM_UP]
-            results[(params["inboxFilter"], params["conversationFilter"])] = summary(times)
-    return results
+            return summary(times[WARM_UP:])
+
+        floor = timed("/api/websites", {})
+        return floor, {(p["inboxFilter"], p["conversationFilter"]): timed("/api/conversations", p) for p in combos()}
 
 
 def main() -> None:
@@ -240,7 +245,7 @@ def main() -> None:
             open_streams(infra.database_url, seeded, args.online)
             (floor_p50, floor_p99), queries = asyncio.run(measure_queries(infra.database_url, seeded, args.samples))
             api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
-            requests = measure_http(base_url, seeded, args.samples)
+            (http_p50, http_p99), requests = measure_http(base_url, seeded, args.samples)
         finally:
             if api:
                 api.terminate()
@@ -248,8 +253,11 @@ def main() -> None:
             store.close()
             infra.stop()
 
-    print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each")
-    print(f"floor (SELECT ... LIMIT 20 on rm_inbox): p50 {floor_p50:.2f} ms, p99 {floor_p99:.2f} ms\n")
+    print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"query floor (SELECT ... FROM rm_inbox WHERE website_id = ... LIMIT 20): "
+          f"p50 {floor_p50:.2f} ms, p99 {floor_p99:.2f} ms")
+    print(f"HTTP floor (GET /api/websites): p50 {http_p50:.2f} ms, p99 {http_p99:.2f} ms\n")
     print(f"{'inboxFilter':<11} {'scope':<10} {'query p50':>9} {'p99':>7} {'x floor':>8}   "
           f"{'HTTP p50':>8} {'p99':>7} {'x floor':>8}  goal")
     worst = 0.0
@@ -257,7 +265,7 @@ def main() -> None:
         h50, h99 = requests[key]
         worst = max(worst, h99)
         print(f"{key[0]:<11} {key[1]:<10} {q50:>9.2f} {q99:>7.2f} {q99 / floor_p99:>8.1f}   "
-              f"{h50:>8.2f} {h99:>7.2f} {h99 / floor_p99:>8.1f}  {'ok' if h99 < GOAL_MS else 'MISSED'}")
+              f"{h50:>8.2f} {h99:>7.2f} {h99 / http_p99:>8.1f}  {'ok' if h99 < GOAL_MS else 'MISSED'}")
     print(f"\nworst HTTP p99 {worst:.2f} ms against the {GOAL_MS:.0f} ms goal: {'met' if worst < GOAL_MS else 'missed'}")
 
 

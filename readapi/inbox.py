@@ -140,16 +140,17 @@ async def scope_of(conn: psycopg.AsyncConnection, website_id: uuid.UUID, convers
 
 
 async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: uuid.UUID | None) -> InboxCounts:
+    """Every tab's count in one statement: the tabs from the counters or the scope's index, the mentions
+    from the operator's own."""
+    mentions = f"(SELECT count(*) FROM {MENTIONED} WHERE {scope.where})"
     if scope.whole_website:
         sums = ", ".join(f"COALESCE(sum(n) FILTER (WHERE {rows}), 0)::bigint" for rows in TAB_ROWS.values())
-        sql, args = f"SELECT {sums} FROM rm_inbox_counts WHERE website_id = %s", (scope.website_id,)
+        sql, args = f"SELECT {sums}, {mentions} FROM rm_inbox_counts WHERE website_id = %s", (scope.website_id,)
     else:
         counts = ", ".join(f"count(*) FILTER (WHERE {rows})" for rows in TAB_ROWS.values())
-        sql, args = f"SELECT {counts} FROM rm_inbox WHERE {scope.where}", scope.args
-    tabs = dict(zip(TAB_ROWS, await (await conn.execute(sql, args)).fetchone()))
-    (mentions,) = await (await conn.execute(
-        f"SELECT count(*) FROM {MENTIONED} WHERE {scope.where}", (operator_id, *scope.args))).fetchone()
-    return InboxCounts(mentions=mentions, **tabs)
+        sql, args = f"SELECT {counts}, {mentions} FROM rm_inbox WHERE {scope.where}", scope.args
+    *tabs, mentioned = await (await conn.execute(sql, (operator_id, *scope.args, *args))).fetchone()
+    return InboxCounts(mentions=mentioned, **dict(zip(TAB_ROWS, tabs)))
 
 
 async def page_of(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, operator_id: uuid.UUID | None,

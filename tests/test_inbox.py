@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from events import types as ev
+from events.store import EventStore
 from inbox_seed import Seeder
 from parley.ids import new_id
+from projections.inbox import InboxProjection
+from projections.runner import rebuild
+from readapi.inbox import DEFAULT_PAGE, MAX_PAGE
 
 
 @pytest.fixture
@@ -114,7 +119,6 @@ def test_paging_limit_skip_direction_and_fields(http, tenant, seed):
 def test_limit_is_capped_and_defaults_to_a_bounded_page(http, tenant, seed):
     now = datetime.now(timezone.utc)
     assert inbox(http, tenant, inboxFilter="all")["conversations"] == []
-    from readapi.inbox import DEFAULT_PAGE, MAX_PAGE
     assert DEFAULT_PAGE == 20 and MAX_PAGE == 100
     for m in range(DEFAULT_PAGE + 1):
         seed.conversation(at=now - timedelta(seconds=m))
@@ -224,12 +228,6 @@ def test_mentions_need_an_operator_of_the_same_organization(http, tenant, other_
 
 
 def test_rebuilt_projection_gives_the_same_answer(http, tenant, seed, server):
-    import asyncio
-
-    from events.store import EventStore
-    from projections.inbox import InboxProjection
-    from projections.runner import rebuild
-
     conversation = seed.conversation()
     post_message(http, tenant, conversation, "hi")
     seed.flags(conversation, resolved=True)

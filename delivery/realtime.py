@@ -327,6 +327,7 @@ CREATE TABLE IF NOT EXISTS parley_presence_connections (
     instance_id uuid NOT NULL REFERENCES parley_presence_instances ON DELETE CASCADE,
     customer_id uuid NOT NULL, org_id uuid NOT NULL, website_id uuid NOT NULL, opened_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS parley_presence_connections_customer ON parley_presence_connections (customer_id);
+CREATE INDEX IF NOT EXISTS parley_presence_connections_website ON parley_presence_connections (website_id, customer_id);
 CREATE OR REPLACE VIEW parley_presence AS
     SELECT c.customer_id, c.org_id, c.website_id, count(*)::integer AS connections, max(c.opened_at) AS updated_at
     FROM parley_presence_connections c JOIN parley_presence_instances i USING (instance_id)

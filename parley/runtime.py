@@ -23,6 +23,7 @@ from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
+from projections.inbox import InboxProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 
@@ -33,6 +34,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
     "chat": lambda settings: ChatProjection(),
     "sandbox": lambda settings: SandboxProjection(),
+    "inbox": lambda settings: InboxProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}

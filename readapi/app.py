@@ -11,10 +11,11 @@ from litestar.openapi import OpenAPIConfig
 from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.problems import EXCEPTION_HANDLERS
-from readapi.routes import chat, conversation_flags, message_feedback, operators, realtime, resources, sandbox
+from readapi.routes import (batch, chat, conversation_flags, message_feedback, operators, realtime, resources,
+                            sandbox)
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, sandbox, chat, message_feedback, conversation_flags, realtime]
+ROUTE_MODULES = [resources, operators, batch, sandbox, chat, message_feedback, conversation_flags, realtime]
 
 
 def create_app(services: Services, extra_routes: Sequence[HTTPRouteHandler] = ()) -> ContractMiddleware:

@@ -9,16 +9,15 @@ from commands.admin import Created
 from commands.principal import Principal
 from parley.ids import parse_id
 from readapi.auth import authenticate
-from readapi.collections import (CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, new_message, read_list,
-                                 read_one)
+from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, new_message, read_one
+from readapi.inbox import read_conversations
+from readapi.listing import Listing, listing_response, reader_of, register
 from readapi.services import decode_body, json_response, run_command, services, written
 
-
-async def list_response(request: Request, collection: Collection, principal: Principal) -> Response:
-    svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id)
-    async with svc.pool.connection() as conn:
-        return json_response(await read_list(conn, collection, principal, request.query_params))
+register(Listing("websites", "websites:read", reader_of(WEBSITES)))
+register(Listing("customers", "customers:read", reader_of(CUSTOMERS)))
+register(Listing("conversations", "conversations:read", read_conversations, ("core", "inbox")))
+register(Listing("messages", "messages:read", reader_of(MESSAGES)))
 
 
 async def one_response(request: Request, collection: Collection, principal: Principal, record_id,
@@ -34,7 +33,7 @@ async def one_response(request: Request, collection: Collection, principal: Prin
 
 @get("/api/websites")
 async def list_websites(request: Request) -> Response:
-    return await list_response(request, WEBSITES, await authenticate(request, scope="websites:read"))
+    return await listing_response(request, "websites")
 
 
 @get("/api/websites/{website_name:str}")
@@ -45,7 +44,7 @@ async def get_website(request: Request, website_name: str) -> Response:
 
 @get("/api/customers")
 async def list_customers(request: Request) -> Response:
-    return await list_response(request, CUSTOMERS, await authenticate(request, scope="customers:read"))
+    return await listing_response(request, "customers")
 
 
 @post("/api/customers", status_code=200)
@@ -72,7 +71,7 @@ async def update_customer(request: Request, customer_id: str) -> Response:
 
 @get("/api/conversations")
 async def list_conversations(request: Request) -> Response:
-    return await list_response(request, CONVERSATIONS, await authenticate(request, scope="conversations:read"))
+    return await listing_response(request, "conversations")
 
 
 @post("/api/conversations", status_code=200)
@@ -91,7 +90,7 @@ async def get_conversation(request: Request, conversation_id: str) -> Response:
 
 @get("/api/messages")
 async def list_messages(request: Request) -> Response:
-    return await list_response(request, MESSAGES, await authenticate(request, scope="messages:read"))
+    return await listing_response(request, "messages")
 
 
 @post("/api/messages", status_code=200)

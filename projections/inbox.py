@@ -1,0 +1,162 @@
+"""The inbox read model: one row per conversation with the flags an operator's inbox filters on, the
+counters its tabs show, and who is mentioned where.
+
+- `rm_inbox` carries the conversation's fields plus `unread` (the latest visitor message has no read
+  receipt). One partial index per inbox tab serves its page newest first; a covering index on
+  (website, last edit time) serves the counts of a time window as an index-only scan.
+- `rm_inbox_counts` holds, per website and flag combination, how many conversations there are. A
+  trigger on `rm_inbox` keeps it exact whatever statement changes a row, so the unwindowed counts are a
+  sum over at most eight rows, however large the website.
+- `rm_inbox_mentions` records (operator, conversation) once an internal note mentions `@<e-mail>` of an
+  operator of the same organization, with copies of the conversation's scope columns (website, visitor,
+  last edit time, spam) that a trigger keeps in step with `rm_inbox`, so an operator's mention count and
+  page are an index range of their own mentions. `rm_inbox_operators` is this projection's own e-mail
+  directory, so a replay resolves mentions from the events alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Awaitable, Callable
+
+import psycopg
+
+from events import types as ev
+from events.store import Recorded
+
+TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_operators")
+
+DDL = """
+CREATE TABLE IF NOT EXISTS rm_inbox (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
+    created_at timestamptz NOT NULL, last_edit_time timestamptz NOT NULL,
+    resolved boolean NOT NULL DEFAULT false, spam boolean NOT NULL DEFAULT false,
+    operator_only boolean NOT NULL DEFAULT false,
+    unread boolean NOT NULL DEFAULT false, last_customer_message_id uuid);
+CREATE INDEX IF NOT EXISTS rm_inbox_all ON rm_inbox (website_id, last_edit_time DESC, id DESC) WHERE NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_unread ON rm_inbox (website_id, last_edit_time DESC, id DESC)
+    WHERE unread AND NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_unresolved ON rm_inbox (website_id, last_edit_time DESC, id DESC)
+    WHERE NOT resolved AND NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_resolved ON rm_inbox (website_id, last_edit_time DESC, id DESC)
+    WHERE resolved AND NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_spam ON rm_inbox (website_id, last_edit_time DESC, id DESC) WHERE spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_window ON rm_inbox (website_id, last_edit_time) INCLUDE (spam, resolved, unread);
+CREATE INDEX IF NOT EXISTS rm_inbox_customer ON rm_inbox (customer_id);
+CREATE TABLE IF NOT EXISTS rm_inbox_counts (
+    website_id uuid NOT NULL, spam boolean NOT NULL, resolved boolean NOT NULL, unread boolean NOT NULL,
+    n bigint NOT NULL, PRIMARY KEY (website_id, spam, resolved, unread));
+CREATE TABLE IF NOT EXISTS rm_inbox_mentions (
+    operator_id uuid NOT NULL, conversation_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
+    last_edit_time timestamptz NOT NULL, spam boolean NOT NULL, PRIMARY KEY (operator_id, conversation_id));
+CREATE INDEX IF NOT EXISTS rm_inbox_mentions_page ON rm_inbox_mentions
+    (operator_id, website_id, last_edit_time DESC, conversation_id DESC) WHERE NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_mentions_conversation ON rm_inbox_mentions (conversation_id);
+CREATE TABLE IF NOT EXISTS rm_inbox_operators (
+    email text PRIMARY KEY, operator_id uuid NOT NULL, org_id uuid NOT NULL);
+CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        UPDATE rm_inbox_counts SET n = n - 1
+        WHERE website_id = OLD.website_id AND spam = OLD.spam AND resolved = OLD.resolved AND unread = OLD.unread;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO rm_inbox_counts (website_id, spam, resolved, unread, n)
+        VALUES (NEW.website_id, NEW.spam, NEW.resolved, NEW.unread, 1)
+        ON CONFLICT (website_id, spam, resolved, unread) DO UPDATE SET n = rm_inbox_counts.n + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION rm_inbox_mentions_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE rm_inbox_mentions SET last_edit_time = NEW.last_edit_time, spam = NEW.spam
+    WHERE conversation_id = NEW.id;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER rm_inbox_mentions_follow AFTER UPDATE OF last_edit_time, spam ON rm_inbox
+    FOR EACH ROW WHEN (OLD.last_edit_time <> NEW.last_edit_time OR OLD.spam <> NEW.spam)
+    EXECUTE FUNCTION rm_inbox_mentions_follow();
+CREATE OR REPLACE TRIGGER rm_inbox_count_rows AFTER INSERT OR DELETE ON rm_inbox
+    FOR EACH ROW EXECUTE FUNCTION rm_inbox_count();
+CREATE OR REPLACE TRIGGER rm_inbox_count_flags AFTER UPDATE OF spam, resolved, unread ON rm_inbox
+    FOR EACH ROW WHEN (OLD.spam <> NEW.spam OR OLD.resolved <> NEW.resolved OR OLD.unread <> NEW.unread)
+    EXECUTE FUNCTION rm_inbox_count();
+"""
+
+# `@` followed by an e-mail address; trailing sentence punctuation is not part of the address.
+MENTION = re.compile(r"@([^\s@<>()\[\]{},;:\"']+@[^\s@<>()\[\]{},;:\"']+)")
+
+
+def mentioned_emails(content: str) -> list[str]:
+    return sorted({match.rstrip(".!?").lower() for match in MENTION.findall(content)})
+
+
+Handler = Callable[[psycopg.AsyncConnection, ev.Event], Awaitable[None]]
+
+
+class InboxProjection:
+    name = "inbox"
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(DDL)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
+        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count(), rm_inbox_mentions_follow()")
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        handler = HANDLERS.get(type(recorded.event))
+        if handler:
+            await handler(conn, recorded.event)
+
+
+async def _operator(conn, e: ev.OperatorCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_inbox_operators (email, operator_id, org_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.email.lower(), e.operator_id, e.org_id))
+
+
+async def _conversation(conn, e: ev.ConversationCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_inbox (id, org_id, website_id, customer_id, created_at, last_edit_time, operator_only) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only))
+
+
+async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
+    await conn.execute(
+        "UPDATE rm_inbox SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam) WHERE id = %s",
+        (e.resolved, e.spam, e.conversation_id))
+
+
+async def _message(conn, e: ev.MessageCreated) -> None:
+    if e.sender == "customer" and not e.internal:
+        # a new visitor message is unread until a receipt names it
+        await conn.execute(
+            "UPDATE rm_inbox SET last_edit_time = GREATEST(last_edit_time, %s), last_customer_message_id = %s, "
+            "unread = true WHERE id = %s", (e.at, e.message_id, e.conversation_id))
+    else:
+        await conn.execute(
+            "UPDATE rm_inbox SET last_edit_time = GREATEST(last_edit_time, %s) WHERE id = %s",
+            (e.at, e.conversation_id))
+    if e.internal and (emails := mentioned_emails(e.content)):
+        await conn.execute(
+            "INSERT INTO rm_inbox_mentions (operator_id, conversation_id, website_id, customer_id, last_edit_time, spam) "
+            "SELECT o.operator_id, i.id, i.website_id, i.customer_id, i.last_edit_time, i.spam "
+            "FROM rm_inbox_operators o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
+            "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
+
+
+async def _message_read(conn, e: ev.MessageRead) -> None:
+    await conn.execute(
+        "UPDATE rm_inbox SET unread = false WHERE id = %s AND last_customer_message_id = %s AND unread",
+        (e.conversation_id, e.message_id))
+
+
+HANDLERS: dict[type, Handler] = {
+    ev.OperatorCreated: _operator,
+    ev.ConversationCreated: _conversation,
+    ev.ConversationUpdated: _conversation_updated,
+    ev.MessageCreated: _message,
+    ev.MessageRead: _message_read,
+}

@@ -1,0 +1,67 @@
+"""The organization-scoped collection reads, by name: what `GET /api/<name>` answers and what a batch
+item may ask for. A collection registers itself here once; the GET route and `POST /api/batch` both
+read through the same `Listing`, so a batch answers exactly what the GET would."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+
+import psycopg
+from litestar import Request, Response
+
+from commands.errors import Forbidden
+from commands.principal import Principal
+from readapi.auth import authenticate
+from readapi.collections import Collection, read_list
+from readapi.services import json_response, services
+
+Reader = Callable[[psycopg.AsyncConnection, Principal, Mapping[str, str]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Listing:
+    name: str
+    scope: str
+    read: Reader
+    # the read models the reader queries, waited for so a caller sees its own writes
+    projections: tuple[str, ...] = ("core",)
+
+
+LISTINGS: dict[str, Listing] = {}
+
+
+def register(listing: Listing) -> Listing:
+    LISTINGS[listing.name] = listing
+    return listing
+
+
+def reader_of(collection: Collection) -> Reader:
+    async def read(conn: psycopg.AsyncConnection, principal: Principal, params: Mapping[str, str]) -> Any:
+        return await read_list(conn, collection, principal, params)
+    return read
+
+
+async def read_listing(conn: psycopg.AsyncConnection, principal: Principal, listing: Listing,
+                       params: Mapping[str, str]) -> Any:
+    if listing.scope not in principal.scopes:
+        raise Forbidden(f"the API key lacks the {listing.scope} scope")
+    return await listing.read(conn, principal, params)
+
+
+@asynccontextmanager
+async def snapshot(request: Request) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A read-only connection on which every query sees the read models at one instant, so a page and its
+    counts, or the reads of one batch, agree with each other."""
+    async with services(request).pool.connection() as conn, conn.transaction():
+        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield conn
+
+
+async def listing_response(request: Request, name: str) -> Response:
+    listing = LISTINGS[name]
+    principal = await authenticate(request, scope=listing.scope)
+    await services(request).watch.wait_for_org(principal.org_id, listing.projections)
+    async with snapshot(request) as conn:
+        return json_response(await read_listing(conn, principal, listing, request.query_params))

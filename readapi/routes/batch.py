@@ -1,0 +1,93 @@
+"""POST /api/batch: several collection reads in one request, answered from one snapshot.
+
+Each item is `{alias, url}`, `url` a relative collection read such as `conversations?websiteId=...`.
+The whole batch is checked before anything runs (a refusal names the alias at fault); the reads then run
+through the same `Listing` readers as the GET routes, in one REPEATABLE READ, READ ONLY transaction, so
+every answer is exactly the GET's and all of them see the read models at one instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import msgspec
+from litestar import Request, Response, post
+from litestar.datastructures import MultiDict
+
+from commands.errors import CommandError, Invalid
+from readapi.auth import authenticate
+from readapi.listing import LISTINGS, Listing, read_listing, snapshot
+from readapi.middleware import CREDENTIAL_PARAMETERS
+from readapi.services import decode_body, json_response, services
+
+MAX_BATCH = 20
+
+
+class BatchItem(msgspec.Struct, forbid_unknown_fields=True):
+    alias: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class PlannedRead:
+    alias: str
+    listing: Listing
+    params: MultiDict
+
+
+def collection_read(alias: str, url: str) -> PlannedRead:
+    """The allow-listed collection and query a relative URL names; anything else is refused."""
+    parts = urlsplit(url)
+    path = unquote(parts.path)
+    if parts.scheme or parts.netloc or path.startswith(("/", "\\")):
+        raise Invalid(f"{alias}: url must be relative, a collection name and a query string", alias)
+    if ".." in path:
+        raise Invalid(f"{alias}: url must not contain '..'", alias)
+    if "/" in path or "\\" in path:
+        raise Invalid(f"{alias}: url must name a collection, not a single record or a sub-path", alias)
+    if parts.fragment:
+        raise Invalid(f"{alias}: url must not carry a fragment", alias)
+    listing = LISTINGS.get(path)
+    if listing is None:
+        raise Invalid(f"{alias}: {path!r} is not a batchable collection; use one of {', '.join(sorted(LISTINGS))}",
+                      alias)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(name.lower() in CREDENTIAL_PARAMETERS for name, _ in query):
+        raise Invalid(f"{alias}: credentials must never appear in a URL", alias)
+    return PlannedRead(alias, listing, MultiDict(query))
+
+
+def plan(items: list[BatchItem]) -> list[PlannedRead]:
+    if len(items) > MAX_BATCH:
+        extra = items[MAX_BATCH]
+        raise Invalid(f"a batch holds at most {MAX_BATCH} reads", extra.alias or f"[{MAX_BATCH}]")
+    reads: list[PlannedRead] = []
+    for index, item in enumerate(items):
+        if not item.alias:
+            raise Invalid(f"item {index} has no alias", f"[{index}].alias")
+        if any(read.alias == item.alias for read in reads):
+            raise Invalid(f"alias {item.alias!r} is used more than once", item.alias)
+        if not item.url:
+            raise Invalid(f"{item.alias}: url is required", item.alias)
+        reads.append(collection_read(item.alias, item.url))
+    return reads
+
+
+@post("/api/batch", status_code=200)
+async def batch(request: Request) -> Response:
+    principal = await authenticate(request, accept=("operator",))
+    reads = plan(await decode_body(request, list[BatchItem]))
+    await services(request).watch.wait_for_org(
+        principal.org_id, tuple({p for read in reads for p in read.listing.projections}))
+    results: dict[str, object] = {}
+    async with snapshot(request) as conn:
+        for read in reads:
+            try:
+                results[read.alias] = await read_listing(conn, principal, read.listing, read.params)
+            except CommandError as exc:
+                raise type(exc)(f"{read.alias}: {exc.detail}", read.alias) from None
+    return json_response(results)
+
+
+ROUTES = [batch]

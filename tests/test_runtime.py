@@ -242,3 +242,8 @@ def test_compose_file_parses_and_sets_only_known_variables():
 def test_admin_bad_input_exits_non_zero(server, argv):
     result = parley(*argv, env=server.env, check=False)
     assert result.returncode != 0 and result.stderr.strip()
+
+
+def test_readme_documents_every_setting():
+    readme = (ROOT / "README.md").read_text()
+    assert [name for name in ENVIRONMENT if f"`{name}`" not in readme] == []

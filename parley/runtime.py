@@ -17,11 +17,13 @@ from typing import Any, Callable
 
 from psycopg_pool import AsyncConnectionPool
 
+from delivery.webhooks import run_dispatcher
 from events.store import EventStore
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.core import CoreProjection
+from projections.webhooks import WebhookProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 
 log = logging.getLogger("parley")
@@ -29,9 +31,12 @@ log = logging.getLogger("parley")
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "webhooks": lambda settings: WebhookProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
-WORKERS: dict[str, Callable[["Runtime"], Any]] = {}
+WORKERS: dict[str, Callable[["Runtime"], Any]] = {
+    "webhooks": run_dispatcher,
+}
 
 
 def server_file(data_dir: Path) -> Path:

@@ -22,6 +22,13 @@ class Settings(msgspec.Struct, kw_only=True):
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    webhook_allow_private: bool = False
+    webhook_timeout_seconds: float = 10.0
+    webhook_retry_base_seconds: float = 10.0
+    webhook_retry_cap_seconds: float = 7200.0
+    webhook_retry_window_seconds: float = 100_800.0
+    webhook_concurrency: int = 200
+    webhook_endpoint_concurrency: int = 4
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -39,6 +46,13 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
+    "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
+    "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),
+    "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": ("webhook_retry_cap_seconds", "longest delay between two webhook attempts (default 7200)"),
+    "PARLEY_WEBHOOK_RETRY_WINDOW_SECONDS": ("webhook_retry_window_seconds", "how long a failing webhook delivery keeps being retried (default 100800: 28 h)"),
+    "PARLEY_WEBHOOK_CONCURRENCY": ("webhook_concurrency", "webhook deliveries in flight per worker process (default 200)"),
+    "PARLEY_WEBHOOK_ENDPOINT_CONCURRENCY": ("webhook_endpoint_concurrency", "webhook deliveries in flight per subscription and worker process (default 4)"),
 }
 
 

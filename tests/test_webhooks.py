@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from datetime import datetime, timezone
+from pathlib import Path
 
 import httpx
 import pytest
@@ -507,3 +512,49 @@ def test_production_retries_span_more_than_a_day():
     assert elapsed >= 24 * 3600
     assert settings.webhook_timeout_seconds == 10
     assert retry_delay(settings, 1, retry_after=600) >= 600
+
+
+# --- the receiver example --------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "verify_webhook.py"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("verify_webhook", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_receiver_accepts_a_real_delivery_and_rejects_replays_and_tampering(hc, site, tmp_path):
+    example = load_example()
+    with Receiver() as receiver:
+        sub = subscribe(hc, site, receiver.url)
+        create_customer(hc, site)
+        [delivery] = receiver.wait_for(1)
+    signature = delivery.header("X-Service-Signature")
+    assert example.verify(sub["secret"], signature, delivery.body)["event"] == "customer.created"
+    for secret, body, now in [("whsec_wrong", delivery.body, None),
+                              (sub["secret"], delivery.body.replace(b"customer", b"kustomer"), None),
+                              (sub["secret"], delivery.body, time.time() + example.TOLERANCE_SECONDS + 60)]:
+        with pytest.raises(example.Rejected):
+            example.verify(secret, signature, body, now)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PARLEY_WEBHOOK_SECRET": sub["secret"]})
+    try:
+        assert process.stdout.readline().startswith("listening on")
+        headers = {k: v for k, v in delivery.headers.items() if k.startswith("x-service-") or k == "content-type"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            tampered = client.post("/hook", content=delivery.body.replace(b"customer", b"kustomer"), headers=headers)
+            assert tampered.status_code == 400 and "signature mismatch" in tampered.text
+            assert client.post("/hook", content=delivery.body, headers=headers).status_code == 200
+            assert "accepted customer.created" in process.stdout.readline()
+            replayed = client.post("/hook", content=delivery.body, headers=headers)
+            assert replayed.status_code == 400 and "replayed" in replayed.text
+    finally:
+        process.terminate()
+        process.wait(10)

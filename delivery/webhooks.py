@@ -48,6 +48,8 @@ log = logging.getLogger("parley.webhooks")
 RESPONSE_BODY_LIMIT = 1024  # characters of a receiver's answer kept in the log
 LEASE_MARGIN_SECONDS = 5.0
 MAX_WAIT_SECONDS = 1.0  # a poll now and then finds leases that expired in a dead worker
+CLAIM_COALESCE_SECONDS = 0.01
+RECORD_BATCH = 500
 SWEEP_EVERY_SECONDS = 1.0
 USER_AGENT = "Parley-Webhooks/1"
 
@@ -84,6 +86,7 @@ def parse_retry_after(value: str | None) -> float | None:
 class Outcome:
     """One attempt's result, as the log shows it."""
 
+    at: datetime
     succeeded: bool
     retryable: bool
     latency_ms: int
@@ -93,16 +96,17 @@ class Outcome:
     retry_after: float | None = None
 
 
-def outcome_of_response(response: httpx.Response, latency_ms: int) -> Outcome:
+def outcome_of_response(response: httpx.Response) -> dict:
+    """The Outcome fields a response decides: success, whether to retry, what the log keeps."""
     status = response.status_code
-    body = response.text[:RESPONSE_BODY_LIMIT]
+    seen = {"response_status": status, "response_body": response.text[:RESPONSE_BODY_LIMIT]}
     if 200 <= status < 300:
-        return Outcome(True, False, latency_ms, status, body)
+        return {**seen, "succeeded": True, "retryable": False}
     if 300 <= status < 400:
-        return Outcome(False, False, latency_ms, status, body, "redirects are not followed")
-    retryable = status in (408, 429) or status >= 500
+        return {**seen, "succeeded": False, "retryable": False, "error": "redirects are not followed"}
     retry_after = parse_retry_after(response.headers.get("retry-after")) if status == 429 else None
-    return Outcome(False, retryable, latency_ms, status, body, f"HTTP {status}", retry_after)
+    return {**seen, "succeeded": False, "retryable": status in (408, 429) or status >= 500,
+            "error": f"HTTP {status}", "retry_after": retry_after}
 
 
 @dataclass(frozen=True)
@@ -142,17 +146,37 @@ WHERE d.id = locked.id AND s.id = d.subscription_id
 RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
 """
 
+# One statement records a whole batch of attempts: the deliveries' new state, then (below) the attempts.
 RECORD = """
-UPDATE webhook_deliveries SET attempts = attempts + 1, updated_at = now(),
-    status = CASE WHEN %(succeeded)s THEN 'succeeded'
-                  WHEN %(retryable)s AND now() + %(delay)s * interval '1 second'
-                       <= retry_since + %(window)s * interval '1 second' THEN 'pending'
-                  ELSE 'failed' END,
-    next_attempt_at = CASE WHEN NOT %(succeeded)s AND %(retryable)s AND now() + %(delay)s * interval '1 second'
-                       <= retry_since + %(window)s * interval '1 second'
-                      THEN now() + %(delay)s * interval '1 second' END
-WHERE id = %(id)s
-RETURNING next_attempt_at
+WITH outcome AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(succeeded)s::bool[], %(retryable)s::bool[], %(delays)s::float8[])
+        AS o(id, succeeded, retryable, delay)
+), decided AS (
+    SELECT o.id, o.succeeded, NOT o.succeeded AND o.retryable
+           AND now() + o.delay * interval '1 second' <= d.retry_since + %(window)s * interval '1 second' AS again,
+           o.delay
+    FROM outcome o JOIN webhook_deliveries d ON d.id = o.id
+)
+UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
+    status = CASE WHEN decided.succeeded THEN 'succeeded' WHEN decided.again THEN 'pending' ELSE 'failed' END,
+    next_attempt_at = CASE WHEN decided.again THEN now() + decided.delay * interval '1 second' END
+FROM decided WHERE d.id = decided.id
+RETURNING d.id, d.next_attempt_at
+"""
+
+RECORD_ATTEMPTS = """
+INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, next_retry_at)
+SELECT * FROM unnest(%s::uuid[], %s::timestamptz[], %s::int[], %s::int[], %s::text[], %s::text[], %s::timestamptz[])
+"""
+
+# Consecutive failures per subscription: a success in the batch resets the count before the failures
+# that followed it are added.
+COUNT_FAILURES = """
+UPDATE rm_webhook_subscriptions s
+SET consecutive_failures = CASE WHEN o.reset THEN 0 ELSE s.consecutive_failures END + o.failed
+FROM unnest(%s::uuid[], %s::bool[], %s::int[]) AS o(id, reset, failed)
+WHERE s.id = o.id
+RETURNING s.id, s.org_id, s.consecutive_failures, s.active
 """
 
 # Pending deliveries of a disabled or deleted subscription stop: the log shows them as stopped, and
@@ -172,7 +196,9 @@ class Dispatcher:
         self.database_url = runtime.database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
         self.tasks: set[asyncio.Task] = set()
-        self.wake = asyncio.Event()
+        self.new_work = asyncio.Event()  # a NOTIFY: deliveries became due
+        self.slot_freed = asyncio.Event()  # an attempt ended: a claim capped by the limits may now succeed
+        self.outcomes: asyncio.Queue[tuple[Claimed, Outcome]] = asyncio.Queue()
         self.swept_at = 0.0
 
     async def run(self) -> None:
@@ -188,49 +214,56 @@ class Dispatcher:
     async def _run_once(self) -> None:
         s = self.settings
         limits = httpx.Limits(max_connections=s.webhook_concurrency, max_keepalive_connections=s.webhook_concurrency)
-        async with AsyncConnectionPool(self.database_url, min_size=2, max_size=8, open=False,
+        async with AsyncConnectionPool(self.database_url, min_size=2, max_size=4, open=False,
                                        kwargs={"autocommit": True}) as pool, \
                 httpx.AsyncClient(follow_redirects=False, timeout=s.webhook_timeout_seconds, limits=limits,
                                   headers={"User-Agent": USER_AGENT}) as client:
             async with pool.connection() as conn:
                 await ensure_tables(conn, WebhookProjection())
-            listener = asyncio.create_task(self._listen())
+            helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool))]
             try:
                 while True:
-                    self.wake.clear()
+                    self.new_work.clear()
+                    self.slot_freed.clear()
                     await self._sweep(pool)
                     free = s.webhook_concurrency - len(self.tasks)
                     claimed = await self._claim(pool, free) if free > 0 else []
                     for row in claimed:
-                        self._start(pool, client, row)
-                    if claimed and len(claimed) == free:
-                        continue
-                    waiter = asyncio.create_task(self.wake.wait())
-                    await asyncio.wait([waiter, listener], timeout=await self._idle_seconds(pool),
-                                       return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
-                    if listener.done():
-                        listener.result()  # the LISTEN connection died: restart everything
+                        self._start(client, row)
+                    await self._wait(pool, helpers)
             finally:
-                listener.cancel()
-                for task in list(self.tasks):
+                for task in [*helpers, *self.tasks]:
                     task.cancel()
-                await asyncio.gather(listener, *self.tasks, return_exceptions=True)
+                await asyncio.gather(*helpers, *self.tasks, return_exceptions=True)
+
+    async def _wait(self, pool: AsyncConnectionPool, helpers: list[asyncio.Task]) -> None:
+        """Until new work is notified, an attempt ends, or the next retry is due; ended attempts are
+        coalesced for a moment so that a busy worker claims in batches, not once per response."""
+        waiters = [asyncio.create_task(self.new_work.wait()), asyncio.create_task(self.slot_freed.wait())]
+        await asyncio.wait([*waiters, *helpers], timeout=await self._idle_seconds(pool),
+                           return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        for helper in helpers:
+            if helper.done():
+                helper.result()  # a helper died (its connection broke): restart everything
+        if self.slot_freed.is_set() and not self.new_work.is_set():
+            await asyncio.sleep(CLAIM_COALESCE_SECONDS)
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
             await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.wake.set()  # anything notified before we listened is found by the next claim
+            self.new_work.set()  # anything notified before we listened is found by the next claim
             async for _ in conn.notifies():
-                self.wake.set()
+                self.new_work.set()
 
     async def _claim(self, pool: AsyncConnectionPool, limit: int) -> list[Claimed]:
         s = self.settings
-        lease = 2 * s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
+        lease = s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         async with pool.connection() as conn:
             rows = await (await conn.execute(CLAIM, {
                 "per_endpoint": s.webhook_endpoint_concurrency, "failure_limit": FAILURE_LIMIT, "limit": limit,
-                "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items() if v}), "lease": lease,
+                "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}), "lease": lease,
             })).fetchall()
         return [Claimed(*row) for row in rows]
 
@@ -257,9 +290,9 @@ class Dispatcher:
         for org_id, subscription_id in overdue:
             await self._disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
 
-    def _start(self, pool: AsyncConnectionPool, client: httpx.AsyncClient, row: Claimed) -> None:
+    def _start(self, client: httpx.AsyncClient, row: Claimed) -> None:
         self.in_flight[row.subscription_id] += 1
-        task = asyncio.create_task(self._deliver(pool, client, row))
+        task = asyncio.create_task(self._deliver(client, row))
         self.tasks.add(task)
 
         def done(finished: asyncio.Task) -> None:
@@ -267,24 +300,20 @@ class Dispatcher:
             self.in_flight[row.subscription_id] -= 1
             if not self.in_flight[row.subscription_id]:
                 del self.in_flight[row.subscription_id]
-            self.wake.set()
+            self.slot_freed.set()
 
         task.add_done_callback(done)
 
-    async def _deliver(self, pool: AsyncConnectionPool, client: httpx.AsyncClient, row: Claimed) -> None:
-        outcome = await self.attempt(client, row)
-        try:
-            await self._record(pool, row, outcome)
-        except Exception:
-            log.exception("could not record webhook delivery %s; its lease will expire and it is retried",
-                          row.delivery_id)
+    async def _deliver(self, client: httpx.AsyncClient, row: Claimed) -> None:
+        self.outcomes.put_nowait((row, await self.attempt(client, row)))
 
     async def attempt(self, client: httpx.AsyncClient, row: Claimed) -> Outcome:
         s = self.settings
         started = time.monotonic()
 
-        def elapsed() -> int:
-            return int((time.monotonic() - started) * 1000)
+        def ended(**fields) -> Outcome:
+            return Outcome(at=datetime.now(timezone.utc), latency_ms=int((time.monotonic() - started) * 1000),
+                           **fields)
 
         try:
             target = parse_target(row.url, allow_private=s.webhook_allow_private)
@@ -305,33 +334,54 @@ class Dispatcher:
             async with asyncio.timeout(s.webhook_timeout_seconds):
                 response = await client.post(f"{target.scheme}://{host}:{target.port}{target.path}",
                                              content=row.body, headers=headers, extensions=extensions)
-            return outcome_of_response(response, elapsed())
+            return ended(**outcome_of_response(response))
         except RefusedTarget as exc:
-            return Outcome(False, True, elapsed(), error=f"refused: {exc}")
+            return ended(succeeded=False, retryable=True, error=f"refused: {exc}")
         except (TimeoutError, httpx.TimeoutException):
-            return Outcome(False, True, elapsed(), error=f"timed out after {s.webhook_timeout_seconds:g} s")
+            return ended(succeeded=False, retryable=True, error=f"timed out after {s.webhook_timeout_seconds:g} s")
         except httpx.HTTPError as exc:
-            return Outcome(False, True, elapsed(), error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
+            return ended(succeeded=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
 
-    async def _record(self, pool: AsyncConnectionPool, row: Claimed, outcome: Outcome) -> None:
+    async def _record_batches(self, pool: AsyncConnectionPool) -> None:
+        """Records ended attempts in batches: one transaction for everything that ended meanwhile."""
+        while True:
+            batch = [await self.outcomes.get()]
+            while not self.outcomes.empty() and len(batch) < RECORD_BATCH:
+                batch.append(self.outcomes.get_nowait())
+            try:
+                await self._record(pool, batch)
+            except Exception:
+                log.exception("could not record %d webhook attempts; their leases expire and they are retried",
+                              len(batch))
+                raise
+
+    async def _record(self, pool: AsyncConnectionPool, batch: list[tuple[Claimed, Outcome]]) -> None:
         s = self.settings
-        delay = retry_delay(s, row.attempts + 1, outcome.retry_after)
+        failures: dict[uuid.UUID, list] = {}  # subscription -> [reset, failed since, last error]
+        for row, outcome in batch:
+            counted = failures.setdefault(row.subscription_id, [False, 0, None])
+            if outcome.succeeded:
+                counted[:] = [True, 0, None]
+            else:
+                counted[1] += 1
+                counted[2] = outcome.error
         async with pool.connection() as conn, conn.transaction():
-            (next_retry,) = await (await conn.execute(RECORD, {
-                "succeeded": outcome.succeeded, "retryable": outcome.retryable, "delay": delay,
-                "window": s.webhook_retry_window_seconds, "id": row.delivery_id})).fetchone()
-            await conn.execute(
-                "INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, "
-                "next_retry_at) VALUES (%s, now(), %s, %s, %s, %s, %s)",
-                (row.delivery_id, outcome.response_status, outcome.latency_ms, outcome.error, outcome.response_body,
-                 next_retry))
-            counted = await (await conn.execute(
-                "UPDATE rm_webhook_subscriptions SET consecutive_failures = "
-                "CASE WHEN %s THEN 0 ELSE consecutive_failures + 1 END WHERE id = %s "
-                "RETURNING consecutive_failures, active", (outcome.succeeded, row.subscription_id))).fetchone()
-        if counted and counted[1] and counted[0] >= FAILURE_LIMIT:
-            await self._disable(row.org_id, row.subscription_id,
-                                f"{FAILURE_LIMIT} failed deliveries in a row; the last: {outcome.error}")
+            next_retries = dict(await (await conn.execute(RECORD, {
+                "ids": [row.delivery_id for row, _ in batch],
+                "succeeded": [o.succeeded for _, o in batch], "retryable": [o.retryable for _, o in batch],
+                "delays": [retry_delay(s, row.attempts + 1, o.retry_after) for row, o in batch],
+                "window": s.webhook_retry_window_seconds})).fetchall())
+            await conn.execute(RECORD_ATTEMPTS, (
+                [row.delivery_id for row, _ in batch], [o.at for _, o in batch],
+                [o.response_status for _, o in batch], [o.latency_ms for _, o in batch],
+                [o.error for _, o in batch], [o.response_body for _, o in batch],
+                [next_retries.get(row.delivery_id) for row, _ in batch]))
+            counts = await (await conn.execute(COUNT_FAILURES, (
+                list(failures), [c[0] for c in failures.values()], [c[1] for c in failures.values()]))).fetchall()
+        for subscription_id, org_id, consecutive, active in counts:
+            if active and consecutive >= FAILURE_LIMIT:
+                await self._disable(org_id, subscription_id,
+                                    f"{FAILURE_LIMIT} failed deliveries in a row; the last: {failures[subscription_id][2]}")
 
     async def _disable(self, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> None:
         position = await asyncio.to_thread(disable_after_failures, self.store, org_id, subscription_id, reason)

@@ -218,6 +218,13 @@ def report(receivers: Receivers, committed: dict[int, tuple[float, uuid.UUID]],
         attempts = dict(conn.execute("SELECT delivery_id::text, count(*) FROM webhook_attempts "
                                      "GROUP BY delivery_id").fetchall())
         disabled = conn.execute("SELECT count(*) FROM rm_webhook_subscriptions WHERE NOT active").fetchone()[0]
+        stages = conn.execute(
+            "SELECT DISTINCT ON (d.id) d.position, EXTRACT(EPOCH FROM d.created_at), EXTRACT(EPOCH FROM a.at), "
+            "a.latency_ms FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id "
+            "ORDER BY d.id, a.id").fetchall()
+    recorded = [(float(created) - committed[position][0]) * 1000 for position, created, _, _ in stages]
+    claimed = [(float(ended) - float(created)) * 1000 - latency for _, created, ended, latency in stages]
+    posting = [float(latency) for *_, latency in stages]
     arrivals = Counter(a[2] for a in receivers.arrivals)
     wrong: list[str] = []
     by_path: dict[str, set[int]] = defaultdict(set)
@@ -238,6 +245,10 @@ def report(receivers: Receivers, committed: dict[int, tuple[float, uuid.UUID]],
     print(f"deliveries/second: {rate:.0f}  ({rate / floor_rate:.2f}x the floor's request rate)")
     print(f"healthy commit-to-arrival delay: p50 {p50:.1f} ms ({p50 / floor_p50:.1f}x floor p50), "
           f"p99 {p99:.1f} ms ({p99 / floor_p99:.1f}x floor p99)")
+    print("where the delay goes (p50 / p99 ms): " + "; ".join(
+        f"{stage} {percentile(values, 0.5):.1f} / {percentile(values, 0.99):.1f}"
+        for stage, values in [("commit to delivery recorded", recorded), ("recorded to attempt started", claimed),
+                              ("the POST itself", posting)]))
     print(f"goal (p99 < {GOAL_P99_MS:.0f} ms at >= {GOAL_RATE:.0f} deliveries/s): "
           f"{'met' if p99 < GOAL_P99_MS and rate >= GOAL_RATE else 'NOT met'}")
     exact = not wrong and not missing

@@ -81,7 +81,16 @@ def resolve_sync(target: Target, *, allow_private: bool) -> str:
     return check_addresses(target, _addresses(infos), allow_private=allow_private)
 
 
+def literal_address(host: str) -> list[str] | None:
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return None
+
+
 async def resolve(target: Target, *, allow_private: bool) -> str:
+    if (literal := literal_address(target.host)) is not None:  # no lookup to wait for on the resolver threads
+        return check_addresses(target, literal, allow_private=allow_private)
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):

@@ -22,6 +22,7 @@ import hmac
 import json
 import logging
 import random
+import ssl
 import time
 import uuid
 from collections import Counter
@@ -189,6 +190,39 @@ WHERE d.status = 'pending' AND NOT EXISTS (
 """
 
 
+class EndpointClients:
+    """One small HTTP client per subscription. Each endpoint then has its own connection pool, bounded
+    by the per-endpoint concurrency: pools stay small (a shared pool of hundreds of connections costs
+    a scan of all of them per request), and one endpoint's connections never crowd out another's."""
+
+    IDLE_SECONDS = 60.0
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.tls = ssl.create_default_context()  # shared: building one per client is slow
+        self.clients: dict[uuid.UUID, tuple[httpx.AsyncClient, float]] = {}
+
+    def get(self, subscription_id: uuid.UUID) -> httpx.AsyncClient:
+        found = self.clients.get(subscription_id)
+        client = found[0] if found else httpx.AsyncClient(
+            follow_redirects=False, timeout=self.settings.webhook_timeout_seconds, verify=self.tls,
+            limits=httpx.Limits(max_connections=self.settings.webhook_endpoint_concurrency),
+            headers={"User-Agent": USER_AGENT})
+        self.clients[subscription_id] = (client, time.monotonic())
+        return client
+
+    async def close_idle(self, in_flight: Counter[uuid.UUID]) -> None:
+        stale = [k for k, (_, used) in self.clients.items()
+                 if not in_flight[k] and time.monotonic() - used > self.IDLE_SECONDS]
+        for key in stale:
+            await self.clients.pop(key)[0].aclose()
+
+    async def close_all(self) -> None:
+        for client, _ in self.clients.values():
+            await client.aclose()
+        self.clients.clear()
+
+
 class Dispatcher:
     def __init__(self, runtime: "Runtime"):
         self.settings: Settings = runtime.settings
@@ -199,6 +233,7 @@ class Dispatcher:
         self.new_work = asyncio.Event()  # a NOTIFY: deliveries became due
         self.slot_freed = asyncio.Event()  # an attempt ended: a claim capped by the limits may now succeed
         self.outcomes: asyncio.Queue[tuple[Claimed, Outcome]] = asyncio.Queue()
+        self.clients = EndpointClients(self.settings)
         self.swept_at = 0.0
 
     async def run(self) -> None:
@@ -213,11 +248,8 @@ class Dispatcher:
 
     async def _run_once(self) -> None:
         s = self.settings
-        limits = httpx.Limits(max_connections=s.webhook_concurrency, max_keepalive_connections=s.webhook_concurrency)
         async with AsyncConnectionPool(self.database_url, min_size=2, max_size=4, open=False,
-                                       kwargs={"autocommit": True}) as pool, \
-                httpx.AsyncClient(follow_redirects=False, timeout=s.webhook_timeout_seconds, limits=limits,
-                                  headers={"User-Agent": USER_AGENT}) as client:
+                                       kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, WebhookProjection())
             helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool))]
@@ -229,12 +261,13 @@ class Dispatcher:
                     free = s.webhook_concurrency - len(self.tasks)
                     claimed = await self._claim(pool, free) if free > 0 else []
                     for row in claimed:
-                        self._start(client, row)
+                        self._start(row)
                     await self._wait(pool, helpers)
             finally:
                 for task in [*helpers, *self.tasks]:
                     task.cancel()
                 await asyncio.gather(*helpers, *self.tasks, return_exceptions=True)
+                await self.clients.close_all()
 
     async def _wait(self, pool: AsyncConnectionPool, helpers: list[asyncio.Task]) -> None:
         """Until new work is notified, an attempt ends, or the next retry is due; ended attempts are
@@ -282,6 +315,7 @@ class Dispatcher:
         if time.monotonic() - self.swept_at < SWEEP_EVERY_SECONDS:
             return
         self.swept_at = time.monotonic()
+        await self.clients.close_idle(self.in_flight)
         async with pool.connection() as conn:
             await conn.execute(STOP, (FAILURE_LIMIT,))
             overdue = await (await conn.execute(
@@ -290,9 +324,9 @@ class Dispatcher:
         for org_id, subscription_id in overdue:
             await self._disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
 
-    def _start(self, client: httpx.AsyncClient, row: Claimed) -> None:
+    def _start(self, row: Claimed) -> None:
         self.in_flight[row.subscription_id] += 1
-        task = asyncio.create_task(self._deliver(client, row))
+        task = asyncio.create_task(self._deliver(self.clients.get(row.subscription_id), row))
         self.tasks.add(task)
 
         def done(finished: asyncio.Task) -> None:

@@ -82,8 +82,8 @@ class Receivers:
                 status = b"500 Internal Server Error" if kind == "failing" else b"200 OK"
                 writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nok")
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client went away, or the benchmark is over
         finally:
             writer.close()
 

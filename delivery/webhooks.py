@@ -268,6 +268,19 @@ class Dispatcher:
                     task.cancel()
                 await asyncio.gather(*helpers, *self.tasks, return_exceptions=True)
                 await self.clients.close_all()
+                await self._record_ended(pool)
+
+    async def _record_ended(self, pool: AsyncConnectionPool) -> None:
+        """On the way out, records the attempts that ended but were not written yet, so that a graceful
+        stop does not leave them to lease expiry (which would deliver them again)."""
+        batch = []
+        while not self.outcomes.empty():
+            batch.append(self.outcomes.get_nowait())
+        if batch:
+            try:
+                await asyncio.shield(self._record(pool, batch))
+            except Exception:
+                log.exception("could not record %d webhook attempts on shutdown", len(batch))
 
     async def _wait(self, pool: AsyncConnectionPool, helpers: list[asyncio.Task]) -> None:
         """Until new work is notified, an attempt ends, or the next retry is due; ended attempts are

@@ -3,6 +3,7 @@ server process and real HTTP receivers on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import importlib.util
@@ -27,6 +28,8 @@ from delivery.addresses import RefusedTarget, check_addresses, parse_target, res
 from delivery.webhooks import retry_delay
 from events import types as ev
 from parley.settings import Settings
+from projections.runner import rebuild
+from projections.webhooks import WebhookProjection
 
 # Fast retries so a test sees many attempts in a second or two; timeouts of one second.
 HOOK_ENV = dict(PARLEY_WEBHOOK_ALLOW_PRIVATE="1", PARLEY_WEBHOOK_RETRY_BASE_SECONDS="0.05",
@@ -498,6 +501,29 @@ def test_delivery_log_pages_by_cursor(hc, site):
     bad = hc.get(f"/api/webhooksubscriptions/{sub['_id']}/deliveries", headers=site.operator,
                  params={"cursor": "!!"})
     assert bad.status_code == 400
+
+
+def test_rebuilding_the_webhook_read_model_redelivers_nothing(hc, hooks, site):
+    with Receiver() as receiver:
+        sub = subscribe(hc, site, receiver.url)
+        create_customer(hc, site)
+        create_customer(hc, site)
+        receiver.wait_for(2)
+        before = eventually(lambda: [log for log in [delivery_log(hc, site, sub["_id"])]
+                                     if all(d["status"] == "succeeded" for d in log)][0])
+        store = hooks.store()
+        try:
+            asyncio.run(rebuild(hooks.database_url, WebhookProjection(), store))
+        finally:
+            store.close()
+        assert [(d["_id"], d["status"]) for d in delivery_log(hc, site, sub["_id"])] == \
+               [(d["_id"], d["status"]) for d in before]
+        rebuilt = get_subscription(hc, site, sub["_id"])
+        assert rebuilt["active"] and rebuilt["url"] == receiver.url
+        create_customer(hc, site)
+        receiver.wait_for(3)
+        assert len(delivery_log(hc, site, sub["_id"])) == 3
+        assert len({r.header("X-Service-Delivery") for r in receiver.requests}) == len(receiver.requests) == 3
 
 
 def test_production_retries_span_more_than_a_day():

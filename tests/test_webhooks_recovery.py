@@ -111,3 +111,31 @@ def test_a_stopped_service_resumes_pending_retries(infra, tmp_path):
             assert len(set(delivered_ids(receiver))) == 1
     finally:
         server.stop()
+
+
+def test_several_worker_processes_share_the_work_without_delivering_twice(infra, tmp_path):
+    server = make_server(infra, tmp_path / "a", **HOOK_ENV).start()
+    second = Server(server.database_url, server.nats_url, dict(server.env), tmp_path / "b")
+    try:
+        second.start("--role", "workers")
+        tenant = make_tenant(server)
+        with Receiver() as one, Receiver() as two, Receiver() as three:
+            receivers = (one, two, three)
+            with server.client() as client:
+                for receiver in receivers:
+                    subscribe(client, tenant, receiver.url)
+                for _ in range(20):
+                    customer_written_behind_the_api(server, tenant)
+                for receiver in receivers:
+                    receiver.wait_for(20)
+                marker = client.post("/api/customers", headers=tenant.operator,
+                                     json={"websiteId": str(tenant.website_id)})
+                for receiver in receivers:
+                    receiver.wait_for(21)
+            assert marker.status_code == 200
+            for receiver in receivers:
+                ids = delivered_ids(receiver)
+                assert len(ids) == len(set(ids)) == 21
+    finally:
+        second.stop()
+        server.stop()

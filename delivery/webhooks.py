@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("parley.webhooks")
 
-RESPONSE_BODY_LIMIT = 1024  # characters of a receiver's answer kept in the log
+RESPONSE_BODY_LIMIT = 1024  # bytes of a receiver's answer read and kept in the log
 LEASE_MARGIN_SECONDS = 5.0
 MAX_WAIT_SECONDS = 1.0  # a poll now and then finds leases that expired in a dead worker
 CLAIM_COALESCE_SECONDS = 0.01
@@ -97,10 +97,10 @@ class Outcome:
     retry_after: float | None = None
 
 
-def outcome_of_response(response: httpx.Response) -> dict:
+def outcome_of_response(response: httpx.Response, body: str) -> dict:
     """The Outcome fields a response decides: success, whether to retry, what the log keeps."""
     status = response.status_code
-    seen = {"response_status": status, "response_body": response.text[:RESPONSE_BODY_LIMIT]}
+    seen = {"response_status": status, "response_body": body}
     if 200 <= status < 300:
         return {**seen, "succeeded": True, "retryable": False}
     if 300 <= status < 400:
@@ -367,9 +367,10 @@ class Dispatcher:
             address = await resolve(target, allow_private=s.webhook_allow_private)
             host = f"[{address}]" if ":" in address else address
             default_port = 443 if target.scheme == "https" else 80
+            named = f"[{target.host}]" if ":" in target.host else target.host
             timestamp = int(time.time())
             headers = {
-                "Host": target.host if target.port == default_port else f"{target.host}:{target.port}",
+                "Host": named if target.port == default_port else f"{named}:{target.port}",
                 "Content-Type": "application/json",
                 "X-Service-Event": row.event,
                 "X-Service-Signature": sign(row.secret, timestamp, row.body),
@@ -378,10 +379,15 @@ class Dispatcher:
             }
             # Connect to the address just checked; TLS still verifies the certificate for the URL's host.
             extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-            async with asyncio.timeout(s.webhook_timeout_seconds):
-                response = await client.post(f"{target.scheme}://{host}:{target.port}{target.path}",
-                                             content=row.body, headers=headers, extensions=extensions)
-            return ended(**outcome_of_response(response))
+            async with asyncio.timeout(s.webhook_timeout_seconds), client.stream(
+                    "POST", f"{target.scheme}://{host}:{target.port}{target.path}", content=row.body,
+                    headers=headers, extensions=extensions) as response:
+                kept = b""  # only the start of the answer: an endpoint cannot make us hold a large body
+                async for chunk in response.aiter_bytes():
+                    kept += chunk
+                    if len(kept) >= RESPONSE_BODY_LIMIT:
+                        break
+            return ended(**outcome_of_response(response, kept[:RESPONSE_BODY_LIMIT].decode(errors="replace")))
         except RefusedTarget as exc:
             return ended(succeeded=False, retryable=True, error=f"refused: {exc}")
         except (TimeoutError, httpx.TimeoutException):

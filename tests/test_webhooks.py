@@ -457,6 +457,15 @@ def test_twenty_failures_in_a_row_disable_and_put_active_reenables(hc, hooks, si
         receiver.wait_for(attempts_when_disabled + 2)
 
 
+def test_the_log_keeps_only_the_start_of_a_large_answer(hc, site):
+    with Receiver(lambda n: Answer(200, body=b"x" * 200_000)) as receiver:
+        sub = subscribe(hc, site, receiver.url)
+        create_customer(hc, site)
+        receiver.wait_for(1)
+        [delivery] = eventually(lambda: [d for d in delivery_log(hc, site, sub["_id"]) if d["status"] == "succeeded"])
+    assert delivery["attempts"][0]["responseBody"] == "x" * 1024
+
+
 def test_a_delivery_can_be_redelivered_from_the_log(hc, site):
     with Receiver() as receiver:
         sub = subscribe(hc, site, receiver.url)

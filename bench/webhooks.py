@@ -118,6 +118,20 @@ async def http_floor(port: int, requests: int = 2000, concurrency: int = 50) -> 
     return percentile(sequential, 0.5), percentile(sequential, 0.99), rate
 
 
+async def quiescent(database_url: str, timeout: float = 120) -> None:
+    """Waits until no delivery is pending (the failing endpoints end disabled, their deliveries stopped)
+    and the last attempts are recorded, so that arrivals and the log can be compared."""
+    deadline = time.monotonic() + timeout
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = await (await conn.execute(
+                "SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'")).fetchone()
+            if row[0] == 0:
+                break
+            await asyncio.sleep(0.2)
+    await asyncio.sleep(SLOW_SECONDS + 1)
+
+
 def start_service(root: Path, database_url: str, nats_url: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_WEBHOOK_ALLOW_PRIVATE="1",
@@ -190,7 +204,7 @@ async def main() -> None:
             if sum(1 for a in receivers.arrivals if a[0].startswith("/healthy/")) >= healthy_due:
                 break
             await asyncio.sleep(0.1)
-        await asyncio.sleep(SLOW_SECONDS * 3)  # let the slow endpoints answer their last deliveries
+        await quiescent(postgres.url)
         finished = max(a[3] for a in receivers.arrivals)
         report(receivers, committed, subscriptions, postgres.url, started, finished,
                (floor_p50, floor_p99, floor_rate))
@@ -238,7 +252,8 @@ def report(receivers: Receivers, committed: dict[int, tuple[float, uuid.UUID]],
     missing = sum(1 for path, (kind, website) in subscriptions.items() if kind != "failing"
                   and by_path[path] != {p for p, (_, w) in committed.items() if w == website})
 
-    print(f"events: {len(committed)}; deliveries recorded: {len(due)}; requests received: {len(receivers.arrivals)}"
+    print(f"offered: {len(committed) * SUBSCRIPTIONS // WEBSITES / (max(t for t, _ in committed.values()) - started):.0f} "
+          f"deliveries/s; events: {len(committed)}; deliveries recorded: {len(due)}; requests received: {len(receivers.arrivals)}"
           f" ({len(delivered)} to healthy and slow endpoints); subscriptions disabled by failures: {disabled}")
     print(f"floor (bare HTTP POST on loopback): p50 {floor_p50:.2f} ms, p99 {floor_p99:.2f} ms, "
           f"{floor_rate:.0f} requests/s")

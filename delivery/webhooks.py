@@ -53,6 +53,7 @@ CLAIM_COALESCE_SECONDS = 0.01
 RECORD_BATCH = 500
 SWEEP_EVERY_SECONDS = 1.0
 USER_AGENT = "Parley-Webhooks/1"
+KEEPALIVE_SECONDS = 30.0  # an endpoint with an event every few seconds keeps its connection (and TLS session)
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -206,7 +207,8 @@ class EndpointClients:
         found = self.clients.get(subscription_id)
         client = found[0] if found else httpx.AsyncClient(
             follow_redirects=False, timeout=self.settings.webhook_timeout_seconds, verify=self.tls,
-            limits=httpx.Limits(max_connections=self.settings.webhook_endpoint_concurrency),
+            limits=httpx.Limits(max_connections=self.settings.webhook_endpoint_concurrency,
+                                keepalive_expiry=KEEPALIVE_SECONDS),
             headers={"User-Agent": USER_AGENT})
         self.clients[subscription_id] = (client, time.monotonic())
         return client

@@ -33,6 +33,7 @@ def hash_secret(secret: str) -> str:
 class Created:
     id: uuid.UUID
     position: int
+    event: ev.Event | None = None  # the event that created the record, when the caller can answer from it
 
 
 def create_org(store: EventStore, name: str) -> Created:

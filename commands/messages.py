@@ -56,12 +56,12 @@ def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to: str 
 def append_message(store: EventStore, principal: Principal, conversation: ev.ConversationCreated, *, content: str,
                    sender: str, reply_to: str | None = None, internal: bool = False) -> Created:
     message_id = new_id()
-    position = store.append(Pending(message_id, 1, ev.MessageCreated(
+    created = ev.MessageCreated(
         org_id=principal.org_id, at=now(), message_id=message_id, conversation_id=conversation.conversation_id,
         website_id=conversation.website_id, content=content, sender=sender,
         reply_to=quoted_message(store, conversation.conversation_id, reply_to), internal=internal,
-        operator_id=principal.operator_id)))
-    return Created(message_id, position)
+        operator_id=principal.operator_id)
+    return Created(message_id, store.append(Pending(message_id, 1, created)), created)
 
 
 def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from events import types as ev
-from readapi.collections import Conversation, Customer, Message
+from readapi.collections import Conversation, Customer, new_message
 
 
 class Envelope(msgspec.Struct):
@@ -30,12 +30,6 @@ def conversation_data(e: ev.ConversationCreated) -> Conversation:
                         last_edit_time=e.at, resolved=False, spam=False, operator_only=e.operator_only)
 
 
-def message_data(e: ev.MessageCreated) -> Message:
-    return Message(id=e.message_id, conversation_id=e.conversation_id, website_id=e.website_id, content=e.content,
-                   sender=e.sender, reply_to=e.reply_to, internal=e.internal, creation_time=e.at, rating=None,
-                   rating_time=None, reactions=[], read=False)
-
-
 def webhook_event(event: ev.Event, private_conversation: bool) -> tuple[str, bytes] | None:
     """(event name, body) when this event is delivered to webhooks, else None. `private_conversation`
     says whether the event's conversation is operator-only."""
@@ -44,7 +38,7 @@ def webhook_event(event: ev.Event, private_conversation: bool) -> tuple[str, byt
     elif isinstance(event, ev.ConversationCreated) and not event.operator_only:
         name, data = "conversation.created", conversation_data(event)
     elif isinstance(event, ev.MessageCreated) and not event.internal and not private_conversation:
-        name, data = "message.created", message_data(event)
+        name, data = "message.created", new_message(event)
     else:
         return None
     return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))

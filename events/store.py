@@ -8,6 +8,7 @@ latest position, which reads use to see their own writes.
 
 from __future__ import annotations
 
+import threading
 import typing
 import uuid
 from dataclasses import dataclass
@@ -58,18 +59,29 @@ def decode_event(data: bytes) -> Event:
 
 
 class _Recorder(PostgresApplicationRecorder):
-    """Adds the organization's write position to the append transaction."""
+    """Adds each organization's latest write position to the append transaction."""
 
     def _fetch_ids_after_insert_events(self, curs, stored_events, **kwargs: Any):
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        org_id = kwargs.get("org_id")
-        if ids and org_id is not None:
+        latest: dict[uuid.UUID, int] = {}
+        for org_id, position in zip(kwargs["org_ids"], ids or ()):
+            latest[org_id] = max(position, latest.get(org_id, 0))
+        for org_id, position in sorted(latest.items()):
             curs.execute(
                 "INSERT INTO parley_org_positions (org_id, position) VALUES (%s, %s) "
                 "ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position)",
-                (org_id, max(ids)),
+                (org_id, position),
             )
         return ids
+
+
+@dataclass
+class _Append:
+    stored: list[StoredEvent]
+    org_id: uuid.UUID
+    position: int = 0
+    error: Exception | None = None
+    done: bool = False
 
 
 def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
@@ -88,6 +100,9 @@ def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
 
 class EventStore:
     def __init__(self, database_url: str, *, pool_size: int = 8):
+        self._lock = threading.Condition()
+        self._queue: list[_Append] = []
+        self._writing = False
         self.datastore = datastore_for(database_url, pool_size)
         self.recorder = _Recorder(self.datastore, events_table_name=EVENTS_TABLE)
         self.recorder.create_table()
@@ -97,24 +112,59 @@ class EventStore:
             )
 
     def append(self, *pending: Pending) -> int:
-        """Appends atomically and returns the position of the last event."""
+        """Appends atomically and returns the position of the last event.
+
+        The table lock that keeps positions in commit order serializes writers, so concurrent appends
+        are committed together (group commit): whoever finds no write in progress writes every queued
+        append in one transaction while the others wait for their result."""
         org_ids = {p.event.org_id for p in pending}
         assert len(org_ids) == 1, "one append belongs to one organization"
-        stored = [
-            StoredEvent(
-                originator_id=p.stream_id,
-                originator_version=p.version,
-                topic=type(p.event).__name__,
-                state=encode_event(p.event),
-            )
+        request = _Append([
+            StoredEvent(originator_id=p.stream_id, originator_version=p.version, topic=type(p.event).__name__,
+                        state=encode_event(p.event))
             for p in pending
-        ]
+        ], org_ids.pop())
+        with self._lock:
+            self._queue.append(request)
+            while self._writing and not request.done:
+                self._lock.wait()
+            if not request.done:
+                self._writing = True
+                batch, self._queue = self._queue, []
+        if not request.done:
+            try:
+                self._write(batch)
+            finally:
+                with self._lock:
+                    self._writing = False
+                    self._lock.notify_all()
+        if request.error:
+            raise request.error
+        return request.position
+
+    def _write(self, batch: list[_Append]) -> None:
+        stored = [event for request in batch for event in request.stored]
+        org_ids = [request.org_id for request in batch for _ in request.stored]
         try:
-            ids = self.recorder.insert_events(stored, org_id=org_ids.pop())
+            ids = self.recorder.insert_events(stored, org_ids=org_ids)
         except IntegrityError as exc:
-            raise StreamConflict(str(exc)) from exc
-        assert ids
-        return max(ids)
+            if len(batch) > 1:  # find the conflicting append: the others still go in
+                for request in batch:
+                    self._write([request])
+                return
+            batch[0].error = StreamConflict(str(exc))
+        except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
+            for request in batch:
+                request.error, request.done = exc, True
+            return
+        else:
+            assert ids is not None
+            offset = 0
+            for request in batch:
+                offset += len(request.stored)
+                request.position = ids[offset - 1]
+        for request in batch:
+            request.done = True
 
     def load(self, stream_id: uuid.UUID) -> list[Recorded]:
         return [

@@ -111,6 +111,17 @@ class MessageRead(Event, frozen=True):
     conversation_id: uuid.UUID
 
 
+# The keyless sandbox belongs to no customer: its events carry this fixed, well-known organization id,
+# which no `parley admin org create` can ever return (real ids are UUIDv7).
+SANDBOX_ORG_ID = uuid.UUID("00000000-0000-0000-0000-5a4db0c50000")
+
+
+class SandboxJobCreated(Event, frozen=True):
+    """A sandbox document-summary job; it succeeds by itself a fixed time after `at`."""
+
+    job_id: uuid.UUID
+
+
 class WebhookSubscribed(Event, frozen=True):
     subscription_id: uuid.UUID
     website_id: uuid.UUID
@@ -155,6 +166,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ConversationUpdated,
     MessageCreated,
     MessageRead,
+    SandboxJobCreated,
     WebhookSubscribed,
     WebhookUpdated,
     WebhookDisabled,

@@ -51,9 +51,13 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             app = await runtime.create_app()
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Accepted connections inherit this; without it, Nagle's algorithm meets delayed ACKs
+            # and every keep-alive response waits ~40 ms.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((settings.host, settings.port))
             base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
-            server = _Server(uvicorn.Config(app, lifespan="off", access_log=False,
+            # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1; PARLEY_TRUSTED_PROXIES decides
+            server = _Server(uvicorn.Config(app, lifespan="off", access_log=False, proxy_headers=False,
                                             log_level=settings.log_level.lower()))
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started and not serving.done():

@@ -23,14 +23,16 @@ from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.core import CoreProjection
-from projections.webhooks import WebhookProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
+from projections.sandbox import SandboxProjection
+from projections.webhooks import WebhookProjection
 
 log = logging.getLogger("parley")
 
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "sandbox": lambda settings: SandboxProjection(),
     "webhooks": lambda settings: WebhookProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import Annotated
+
 import msgspec
+
+PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -22,13 +26,18 @@ class Settings(msgspec.Struct, kw_only=True):
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    rate_apikey_per_minute: PerMinute = 600
+    rate_operator_per_minute: PerMinute = 1200
+    rate_anonymous_per_minute: PerMinute = 60
+    trusted_proxies: str = ""
+    sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
     webhook_allow_private: bool = False
-    webhook_timeout_seconds: float = 10.0
-    webhook_retry_base_seconds: float = 10.0
-    webhook_retry_cap_seconds: float = 7200.0
-    webhook_retry_window_seconds: float = 100_800.0
-    webhook_concurrency: int = 200
-    webhook_endpoint_concurrency: int = 4
+    webhook_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    webhook_retry_base_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    webhook_retry_cap_seconds: Annotated[float, msgspec.Meta(gt=0)] = 7200.0
+    webhook_retry_window_seconds: Annotated[float, msgspec.Meta(ge=0)] = 100_800.0
+    webhook_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 200
+    webhook_endpoint_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 4
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -46,6 +55,18 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",
+                                      "requests per minute of an API key created without --rate (default 600)"),
+    "PARLEY_RATE_OPERATOR_PER_MINUTE": ("rate_operator_per_minute",
+                                        "requests per minute of an operator access token (default 1200)"),
+    "PARLEY_RATE_ANONYMOUS_PER_MINUTE": ("rate_anonymous_per_minute",
+                                         "requests per minute per client address without a valid credential: "
+                                         "the sandbox, sign-in, 401s; also per chat session (default 60)"),
+    "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
+                               "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
+                               "believed (default none: X-Forwarded-For is ignored)"),
+    "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
+                                   "seconds a sandbox summary job runs before it succeeds (default 2)"),
     "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
     "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
     "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),

@@ -46,6 +46,14 @@ def lock_key(name: str) -> int:
     return zlib.crc32(f"parley-projection:{name}".encode())
 
 
+async def connect(database_url: str) -> psycopg.AsyncConnection:
+    """A projection connection. Its commits need not wait for the disk: the read model is rebuilt from
+    the store, and the position commits atomically with the rows, so a crash only rewinds both together."""
+    conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    await conn.execute("SET synchronous_commit = off")
+    return conn
+
+
 async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -> None:
     """Creates the read model's tables; serialized, since concurrent CREATE IF NOT EXISTS can collide."""
     async with conn.transaction():
@@ -93,7 +101,7 @@ async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
 
 async def rebuild(database_url: str, projection: Projection, store: EventStore) -> int:
     """Drops the read model and replays the whole store into it, in one transaction."""
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    async with await connect(database_url) as conn:
         async with conn.transaction():
             await projection.drop(conn)
             await ensure_tables(conn, projection)
@@ -112,7 +120,7 @@ async def rebuild(database_url: str, projection: Projection, store: EventStore) 
 
 async def catch_up_if_idle(database_url: str, projection: Projection, store: EventStore) -> bool:
     """Brings the projection up to date here, unless a running worker owns it (then returns False)."""
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    async with await connect(database_url) as conn:
         if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(projection.name),))).fetchone())[0]:
             return False
         await ensure_tables(conn, projection)
@@ -141,7 +149,7 @@ class ProjectionRunner:
 
     async def _run_once(self) -> None:
         name = self.projection.name
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+        async with await connect(self.database_url) as conn:
             while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),))).fetchone())[0]:
                 await asyncio.sleep(1.0)
             await ensure_tables(conn, self.projection)

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
 
+from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.problems import EXCEPTION_HANDLERS
-from readapi.routes import operators, resources, webhooks
+from readapi.routes import operators, resources, sandbox, webhooks
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, webhooks]
+ROUTE_MODULES = [resources, operators, sandbox, webhooks]
 
 
-def create_app(services: Services) -> ContractMiddleware:
+def create_app(services: Services, extra_routes: Sequence[HTTPRouteHandler] = ()) -> ContractMiddleware:
+    """The API; `extra_routes` lets tests mount routes of their own (a deprecated one, for instance)."""
+    handlers = [*(handler for module in ROUTE_MODULES for handler in module.ROUTES), *extra_routes]
+    check_notice(handlers)
     app = Litestar(
-        route_handlers=[handler for module in ROUTE_MODULES for handler in module.ROUTES],
+        route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(title="Parley", version="1", path="/schema"),
         request_max_body_size=services.settings.max_body_bytes,
         debug=False,
     )
     app.state.services = services
-    return ContractMiddleware(app)
+    return ContractMiddleware(app, services)

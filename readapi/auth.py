@@ -50,13 +50,27 @@ async def _lookup(request: Request, kind: str, secret: str) -> Principal | None:
     return await lookup(request, secret) if lookup else None
 
 
+IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once looked up
+
+
+async def identify(request: Request) -> Principal | None:
+    """The principal of the request's credential, or None without a valid one. Looked up once per
+    request: the rate limiter needs it before routing, `authenticate` again in the handler."""
+    if IDENTIFIED not in request.scope:
+        try:
+            found = credential(request)
+        except Unauthorized:
+            found = None
+        request.scope[IDENTIFIED] = await _lookup(request, *found) if found else None  # type: ignore[literal-required]
+    return request.scope[IDENTIFIED]  # type: ignore[literal-required]
+
+
 async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator", "apikey"),
                        scope: str | None = None) -> Principal:
     """The request's principal; 401 without a valid credential, 403 for the wrong kind or a missing scope."""
-    found = credential(request)
-    if found is None:
+    if credential(request) is None:
         raise Unauthorized("credentials are required")
-    principal = await _lookup(request, *found)
+    principal = await identify(request)
     if principal is None:
         raise Unauthorized("the credential is invalid or revoked")
     if principal.kind not in accept:

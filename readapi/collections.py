@@ -15,6 +15,7 @@ import psycopg
 
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
+from events import types as ev
 from parley.ids import parse_id
 
 
@@ -67,6 +68,12 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     rating_time: datetime | None
     reactions: list[dict[str, Any]]
     read: bool
+
+
+def new_message(created: ev.MessageCreated) -> Message:
+    """A message as the API shows it the moment it is created: what the read model will hold."""
+    return Message(created.message_id, created.conversation_id, created.website_id, created.content, created.sender,
+                   created.reply_to, created.internal, created.at, None, None, [], False)
 
 
 FilterKind = Literal["uuid", "str", "bool"]

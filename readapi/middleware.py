@@ -1,51 +1,100 @@
-"""Rules every request meets before routing: the API version and credentials kept out of URLs.
+"""Rules every request meets before routing: the rate limit, the API version and credentials kept out
+of URLs.
 
-As an ASGI wrapper around the whole application, it also stamps `API-Version` on every response,
-whichever layer produced it."""
+As an ASGI wrapper around the whole application, it also stamps on every response, whichever layer
+produced it (a handler, an error handler, Litestar's own 404, or this wrapper's refusals): `API-Version`,
+the `RateLimit` headers of `/api/` requests, and the `Deprecation` headers of a deprecated route."""
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import parse_qsl
 
+from litestar import Litestar, Request
+from litestar.utils import normalize_path
+
+from readapi.auth import identify
+from readapi.clientaddress import TrustedProxies
+from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
+from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for
+from readapi.services import Services
+
+log = logging.getLogger("parley.api")
 
 API_VERSION = "1"
 SUPPORTED_VERSIONS = frozenset({API_VERSION})
 CREDENTIAL_PARAMETERS = frozenset({"api_key", "apikey", "key", "token", "access_token", "secret"})
+LIMITED_PREFIX = "/api/"
+SANDBOX_PREFIX = "/api/sandbox/"  # keyless: a credential sent there is ignored, the address is counted
 
 
 class ContractMiddleware:
-    def __init__(self, app):
+    def __init__(self, app: Litestar, services: Services):
         self.app = app
+        self.settings = services.settings
+        self.limiter = RateLimiter(services.pool)
+        self.proxies = TrustedProxies(services.settings.trusted_proxies)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = dict(scope["headers"])
-        requested = headers.get(b"api-version", API_VERSION.encode()).decode("latin-1").strip()
+        stamped = [(b"api-version", API_VERSION.encode())]
 
-        async def send_with_version(message):
+        async def send_stamped(message):
             if message["type"] == "http.response.start":
                 message["headers"] = [
                     *[h for h in message.get("headers", []) if h[0].lower() != b"api-version"],
-                    (b"api-version", API_VERSION.encode()),
+                    *stamped, *deprecation_headers(scope.get("route_handler") or self._route_of(scope)),
                 ]
             await send(message)
 
+        if scope["path"].startswith(LIMITED_PREFIX):
+            try:
+                decision = await self._count(scope, receive)
+            except Exception:
+                log.exception("rate limiting failed on %s %s", scope.get("method"), scope["path"])
+                return await _refuse(send_stamped, 500, "an unexpected error occurred; it has been logged")
+            stamped.extend(decision.headers())
+            if not decision.allowed:
+                return await _refuse(send_stamped, 429,
+                                     f"more than {decision.policy.quota} requests in a minute; "
+                                     f"retry in {decision.reset_seconds} s")
+        headers = dict(scope["headers"])
+        requested = headers.get(b"api-version", API_VERSION.encode()).decode("latin-1").strip()
         if requested not in SUPPORTED_VERSIONS:
-            return await _refuse(send_with_version, f"API-Version {requested!r} is not supported; use 1", "API-Version")
+            return await _refuse(send_stamped, 400, f"API-Version {requested!r} is not supported; use 1",
+                                 "API-Version")
         query = scope.get("query_string", b"").decode("latin-1")
         leaked = sorted({k.lower() for k, _ in parse_qsl(query, keep_blank_values=True)} & CREDENTIAL_PARAMETERS)
         if leaked:
-            return await _refuse(send_with_version,
+            return await _refuse(send_stamped, 400,
                                  "credentials must never appear in a URL; send them in the Authorization header",
                                  leaked[0])
-        await self.app(scope, receive, send_with_version)
+        await self.app(scope, receive, send_stamped)
+
+    def _route_of(self, scope):
+        """The route handler a request refused before routing (429, 400) would have reached, if any."""
+        try:
+            return self.app.asgi_router.handle_routing(path=normalize_path(scope["path"]), method=scope["method"])[1]
+        except Exception:  # noqa: BLE001 - no such route or method: nothing to stamp
+            return None
+
+    async def _count(self, scope, receive) -> Decision:
+        """Counts the request against its credential's limit, or its client address's without one."""
+        principal = None
+        if not scope["path"].startswith(SANDBOX_PREFIX):
+            scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn
+            principal = await identify(Request(scope, receive))
+        forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
+        client = scope.get("client")
+        address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
+        return await self.limiter.hit(bucket_for(principal, address), policy_for(principal, self.settings))
 
 
-async def _refuse(send, detail: str, field: str) -> None:
-    body = problem_body(400, detail, field)
-    await send({"type": "http.response.start", "status": 400,
+async def _refuse(send, status: int, detail: str, field: str | None = None) -> None:
+    body = problem_body(status, detail, field)
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/problem+json"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -19,6 +19,7 @@ PROBLEM_TYPE = "https://parley.dev/problems/"
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
           409: "Conflict", 413: "Bad Request", 429: "Too Many Requests", 500: "Internal Server Error"}
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
+_MISSING = re.compile(r"missing required field `([^`]*)`")
 
 
 class Problem(msgspec.Struct, omit_defaults=True):
@@ -42,8 +43,11 @@ def problem(status: int, detail: str, field: str | None = None, title: str | Non
 
 
 def field_of_validation_error(message: str) -> str | None:
-    match = _PATH.search(message)
-    return match.group(1) or None if match else None
+    """msgspec names the offending path (`at $.content`) or the missing field; the problem names it too."""
+    path = _PATH.search(message)
+    missing = _MISSING.search(message)
+    parts = [part for part in (path and path.group(1), missing and missing.group(1)) if part]
+    return ".".join(parts) or None
 
 
 def handle_command_error(_: Request, exc: CommandError) -> Response:

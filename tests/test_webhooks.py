@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import basic, make_server, make_tenant, token
-from receivers import Answer, Receiver
+from tests.conftest import basic, make_server, make_tenant, token
+from tests.receivers import Answer, Receiver
 
 from commands.webhooks import FAILURE_LIMIT
 from delivery.addresses import RefusedTarget, check_addresses, parse_target, resolve_sync
@@ -518,8 +518,11 @@ def test_rebuilding_the_webhook_read_model_redelivers_nothing(hc, hooks, site):
         create_customer(hc, site)
         create_customer(hc, site)
         receiver.wait_for(2)
-        before = eventually(lambda: [log for log in [delivery_log(hc, site, sub["_id"])]
-                                     if all(d["status"] == "succeeded" for d in log)][0])
+        def all_succeeded():
+            log = delivery_log(hc, site, sub["_id"])
+            return log if all(d["status"] == "succeeded" for d in log) else None
+
+        before = eventually(all_succeeded)
         store = hooks.store()
         try:
             asyncio.run(rebuild(hooks.database_url, WebhookProjection(), store))

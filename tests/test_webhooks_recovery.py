@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 import uuid
 
-from conftest import Server, make_server, make_tenant, server_env
-from receivers import Answer, Receiver
-from test_webhooks import HOOK_ENV, delivery_log, eventually, subscribe
+from tests.conftest import Server, make_server, make_tenant, server_env
+from tests.receivers import Answer, Receiver
+from tests.test_webhooks import HOOK_ENV, delivery_log, eventually, subscribe
 
 from commands.customers import CustomerCreate, create_customer
 from commands.principal import Principal

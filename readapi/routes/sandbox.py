@@ -1,0 +1,90 @@
+"""The keyless sandbox: fixed demonstration documents and a summary job that finishes by itself.
+
+No credential is needed and one sent anyway is ignored (the rate limiter counts every sandbox request
+against the anonymous per-address limit instead)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Literal
+
+import msgspec
+from litestar import Request, Response, get, post
+
+from commands import sandbox
+from commands.errors import NotFound
+from commands.streams import now
+from parley.ids import parse_id
+from readapi.services import json_response, run_command, services, written
+
+JOBS_PATH = "/api/sandbox/documentsummaryjobs"
+CLOCK = "clock"  # services.extras key: a `() -> aware datetime` that tests substitute for the wall clock
+
+
+class SandboxDocument(msgspec.Struct):
+    title: str
+    locale: str
+
+
+SANDBOX_DOCUMENTS = (
+    SandboxDocument("Getting started with the chat widget", "en"),
+    SandboxDocument("Identifying signed-in visitors", "en"),
+    SandboxDocument("Verifying webhook signatures", "en"),
+    SandboxDocument("Premiers pas avec le widget de chat", "fr"),
+    SandboxDocument("Erste Schritte mit dem Chat-Widget", "de"),
+    SandboxDocument("Primeros pasos con el widget de chat", "es"),
+)
+
+
+def _summarize(documents: tuple[SandboxDocument, ...]) -> str:
+    locales = sorted({d.locale for d in documents})
+    return (f"{len(documents)} help documents in {len(locales)} locales ({', '.join(locales)}): "
+            + "; ".join(d.title for d in documents) + ".")
+
+
+SUMMARY = _summarize(SANDBOX_DOCUMENTS)  # the fixture work: the same text for every job
+
+
+class SummaryJob(msgspec.Struct, omit_defaults=True, rename={"id": "_id"}):
+    id: uuid.UUID
+    status: Literal["running", "succeeded"]
+    summary: str | None = None
+
+
+def job_state(job_id: uuid.UUID, created_at: datetime, at: datetime, duration_seconds: float) -> SummaryJob:
+    if at >= created_at + timedelta(seconds=duration_seconds):
+        return SummaryJob(job_id, "succeeded", SUMMARY)
+    return SummaryJob(job_id, "running")
+
+
+@get("/api/sandbox/documents")
+async def list_documents() -> Response:
+    return json_response(SANDBOX_DOCUMENTS)
+
+
+@post(JOBS_PATH, status_code=202)
+async def create_summary_job(request: Request) -> Response:
+    created = await run_command(request, sandbox.create_summary_job)
+    await written(request, created, ("sandbox",))
+    response = json_response(SummaryJob(created.id, "running"), created, status=202)
+    response.set_header("Location", f"{JOBS_PATH}/{created.id}")
+    return response
+
+
+@get(JOBS_PATH + "/{job_id:str}")
+async def get_summary_job(request: Request, job_id: str) -> Response:
+    svc = services(request)
+    parsed = parse_id(job_id)
+    row = None
+    if parsed is not None:
+        async with svc.pool.connection() as conn:
+            row = await (await conn.execute("SELECT created_at FROM rm_sandbox_jobs WHERE id = %s",
+                                            (parsed,))).fetchone()
+    if row is None:
+        raise NotFound("no sandbox job has this id", "jobId")
+    clock = svc.extras.get(CLOCK, now)
+    return json_response(job_state(parsed, row[0], clock(), svc.settings.sandbox_job_seconds))
+
+
+ROUTES = [list_documents, create_summary_job, get_summary_job]

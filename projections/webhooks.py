@@ -18,7 +18,9 @@ from parley.ids import new_id
 
 WAKE_CHANNEL = "parley_webhooks"  # notified when deliveries become due, so the dispatcher starts at once
 
-DDL = """
+# Each group is created in one transaction; its last index is how `create` tells that it exists.
+SUBSCRIPTIONS_DDL = ("rm_webhook_subscriptions_org", """
+CREATE TABLE IF NOT EXISTS rm_webhook_private_conversations (id uuid PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS rm_webhook_subscriptions (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, url text NOT NULL,
     events text[] NOT NULL, secret text NOT NULL, active boolean NOT NULL DEFAULT true, disabled_reason text,
@@ -26,7 +28,8 @@ CREATE TABLE IF NOT EXISTS rm_webhook_subscriptions (
     created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_webhook_subscriptions_website ON rm_webhook_subscriptions (website_id);
 CREATE INDEX IF NOT EXISTS rm_webhook_subscriptions_org ON rm_webhook_subscriptions (org_id, id);
-CREATE TABLE IF NOT EXISTS rm_webhook_private_conversations (id uuid PRIMARY KEY);
+""")
+LOG_DDL = ("webhook_attempts_delivery", """
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
     id uuid PRIMARY KEY, subscription_id uuid NOT NULL, org_id uuid NOT NULL, position bigint NOT NULL,
     event text NOT NULL, body bytea NOT NULL,
@@ -40,14 +43,18 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
     id bigserial PRIMARY KEY, delivery_id uuid NOT NULL, at timestamptz NOT NULL, response_status integer,
     latency_ms integer NOT NULL, error text, response_body text, next_retry_at timestamptz);
 CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id);
-"""
+""")
 
 
 class WebhookProjection:
     name = "webhooks"
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
+        # CREATE INDEX IF NOT EXISTS still locks its table, and these tables are written by the projection
+        # and the dispatchers at once (a deadlock waiting to happen): DDL runs only for what is missing.
+        for last_index, ddl in (SUBSCRIPTIONS_DDL, LOG_DDL):
+            if (await (await conn.execute("SELECT to_regclass(%s)", (last_index,))).fetchone())[0] is None:
+                await conn.execute(ddl)
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute("DROP TABLE IF EXISTS rm_webhook_subscriptions, rm_webhook_private_conversations")

@@ -163,6 +163,35 @@ class SandboxJobCreated(Event, frozen=True):
     job_id: uuid.UUID
 
 
+class WebhookSubscribed(Event, frozen=True):
+    subscription_id: uuid.UUID
+    website_id: uuid.UUID
+    url: str
+    events: list[str]
+    secret: str  # kept in the clear: every delivery is signed with it
+
+
+class WebhookUpdated(Event, frozen=True):
+    """Only the fields given change."""
+
+    subscription_id: uuid.UUID
+    url: str | None = None
+    events: list[str] | None = None
+
+
+class WebhookDisabled(Event, frozen=True):
+    subscription_id: uuid.UUID
+    reason: str
+
+
+class WebhookEnabled(Event, frozen=True):
+    subscription_id: uuid.UUID
+
+
+class WebhookDeleted(Event, frozen=True):
+    subscription_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -183,4 +212,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     MessageRated,
     MessageReactionsChanged,
     SandboxJobCreated,
+    WebhookSubscribed,
+    WebhookUpdated,
+    WebhookDisabled,
+    WebhookEnabled,
+    WebhookDeleted,
 )

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from psycopg_pool import AsyncConnectionPool
 
+from delivery.webhooks import run_dispatcher
 from events.store import EventStore
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
@@ -26,6 +27,7 @@ from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
+from projections.webhooks import WebhookProjection
 
 log = logging.getLogger("parley")
 
@@ -35,9 +37,12 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "chat": lambda settings: ChatProjection(),
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
+    "webhooks": lambda settings: WebhookProjection(),
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
-WORKERS: dict[str, Callable[["Runtime"], Any]] = {}
+WORKERS: dict[str, Callable[["Runtime"], Any]] = {
+    "webhooks": run_dispatcher,
+}
 
 
 def server_file(data_dir: Path) -> Path:

@@ -32,6 +32,13 @@ class Settings(msgspec.Struct, kw_only=True):
     rate_anonymous_per_minute: PerMinute = 60
     trusted_proxies: str = ""
     sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
+    webhook_allow_private: bool = False
+    webhook_timeout_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    webhook_retry_base_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    webhook_retry_cap_seconds: Annotated[float, msgspec.Meta(gt=0)] = 7200.0
+    webhook_retry_window_seconds: Annotated[float, msgspec.Meta(ge=0)] = 100_800.0
+    webhook_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 200
+    webhook_endpoint_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 4
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -63,6 +70,13 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                "believed (default none: X-Forwarded-For is ignored)"),
     "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
                                    "seconds a sandbox summary job runs before it succeeds (default 2)"),
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
+    "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
+    "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),
+    "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": ("webhook_retry_cap_seconds", "longest delay between two webhook attempts (default 7200)"),
+    "PARLEY_WEBHOOK_RETRY_WINDOW_SECONDS": ("webhook_retry_window_seconds", "how long a failing webhook delivery keeps being retried (default 100800: 28 h)"),
+    "PARLEY_WEBHOOK_CONCURRENCY": ("webhook_concurrency", "webhook deliveries in flight per worker process (default 200)"),
+    "PARLEY_WEBHOOK_ENDPOINT_CONCURRENCY": ("webhook_endpoint_concurrency", "webhook deliveries in flight per subscription and worker process (default 4)"),
 }
 
 

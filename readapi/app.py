@@ -12,10 +12,11 @@ from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (batch, chat, conversation_flags, message_feedback, operators, realtime, resources,
-                            sandbox)
+                            sandbox, webhooks)
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, batch, sandbox, chat, message_feedback, conversation_flags, realtime]
+ROUTE_MODULES = [resources, operators, batch, sandbox, chat, message_feedback, conversation_flags, realtime,
+                 webhooks]
 
 
 def create_app(services: Services, extra_routes: Sequence[HTTPRouteHandler] = ()) -> ContractMiddleware:

@@ -244,3 +244,31 @@ async def read_one(conn: psycopg.AsyncConnection, collection: Collection, princi
     if row is None:
         raise NotFound(f"{collection.name[:-1]} not found")
     return collection.row_object(row)
+
+
+class WebhookSubscription(msgspec.Struct, rename={
+        "id": "_id", "website_id": "websiteId", "disabled_reason": "disabledReason",
+        "consecutive_failures": "consecutiveFailures", "created_at": "createdAt", "updated_at": "updatedAt"}):
+    id: uuid.UUID
+    website_id: uuid.UUID
+    url: str
+    events: list[str]
+    active: bool
+    disabled_reason: str | None
+    consecutive_failures: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class WebhookSubscriptionWithSecret(WebhookSubscription):
+    """Only the answer to the create request carries the secret."""
+
+    secret: str
+
+
+WEBHOOK_SUBSCRIPTIONS = Collection(
+    name="webhooksubscriptions", table="rm_webhook_subscriptions", shape=WebhookSubscription,
+    select="id, website_id, url, events, active, disabled_reason, consecutive_failures, created_at, updated_at",
+    filters={"websiteId": ("website_id", "uuid")},
+    sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id",
+)

@@ -1,0 +1,104 @@
+"""Where a webhook may be sent: the SSRF guard, applied when a subscription is saved and again, after DNS
+resolution, right before each delivery (the delivery then connects to the address that was checked, so
+a name that re-resolves to an internal address in between cannot redirect it)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+MAX_URL_LENGTH = 2048
+
+
+class RefusedTarget(Exception):
+    """The URL is not an acceptable webhook endpoint; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    scheme: str
+    host: str  # as written in the URL, for the Host header and TLS name checks
+    port: int
+    path: str  # path and query
+
+
+def parse_target(url: str, *, allow_private: bool) -> Target:
+    """The URL's parts, or RefusedTarget when its form is not allowed (scheme, user-info, host)."""
+    if len(url) > MAX_URL_LENGTH:
+        raise RefusedTarget(f"the URL is longer than {MAX_URL_LENGTH} characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise RefusedTarget(f"the URL is malformed: {exc}") from None
+    allowed = ("https", "http") if allow_private else ("https",)
+    if parts.scheme not in allowed:
+        raise RefusedTarget("the URL must use https")
+    if parts.username is not None or parts.password is not None:
+        raise RefusedTarget("the URL must not carry user information")
+    if not parts.hostname:
+        raise RefusedTarget("the URL has no host")
+    if parts.fragment:
+        raise RefusedTarget("the URL must not have a fragment")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Target(url, parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path)
+
+
+def is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    # is_global excludes loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT,
+    # unique-local IPv6 (fd00:ec2::254), unspecified and reserved ranges.
+    return ip.is_global and not ip.is_multicast
+
+
+def check_addresses(target: Target, addresses: list[str], *, allow_private: bool) -> str:
+    """The address to connect to: the first one, once every resolved address has been found public."""
+    if not addresses:
+        raise RefusedTarget(f"{target.host} does not resolve")
+    if not allow_private:
+        for address in addresses:
+            if not is_public(address):
+                raise RefusedTarget(f"{target.host} resolves to a loopback, private, link-local or "
+                                    f"metadata address")
+    return addresses[0]
+
+
+def _addresses(infos: list) -> list[str]:
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def resolve_sync(target: Target, *, allow_private: bool) -> str:
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise RefusedTarget(f"{target.host} does not resolve") from None
+    return check_addresses(target, _addresses(infos), allow_private=allow_private)
+
+
+def literal_address(host: str) -> list[str] | None:
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return None
+
+
+async def resolve(target: Target, *, allow_private: bool) -> str:
+    if (literal := literal_address(target.host)) is not None:  # no lookup to wait for on the resolver threads
+        return check_addresses(target, literal, allow_private=allow_private)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise RefusedTarget(f"{target.host} does not resolve") from None
+    return check_addresses(target, _addresses(infos), allow_private=allow_private)
+
+
+def check_url(url: str, *, allow_private: bool) -> str:
+    """Validates a subscription URL when it is saved; returns it unchanged."""
+    resolve_sync(parse_target(url, allow_private=allow_private), allow_private=allow_private)
+    return url

@@ -1,0 +1,112 @@
+"""The webhook read model and the delivery outbox, filled by one projection.
+
+Applying the stream in order, exactly once and with the position in the same transaction, this
+projection keeps the subscriptions table (what the API lists and what the dispatcher delivers to) and
+inserts one due delivery per matching active subscription for every deliverable event. A delivery is
+therefore recorded, durably, before anyone attempts it; the dispatcher in `delivery/webhooks.py` then
+works the table. A rebuild drops only the subscriptions: the deliveries and their attempts are the
+log, and a replay finds its deliveries already there (one per subscription and position)."""
+
+from __future__ import annotations
+
+import psycopg
+
+from delivery.payloads import webhook_event
+from events import types as ev
+from events.store import Recorded
+from parley.ids import new_id
+
+WAKE_CHANNEL = "parley_webhooks"  # notified when deliveries become due, so the dispatcher starts at once
+
+# Each group is created in one transaction; its last index is how `create` tells that it exists.
+SUBSCRIPTIONS_DDL = ("rm_webhook_subscriptions_org", """
+CREATE TABLE IF NOT EXISTS rm_webhook_private_conversations (id uuid PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS rm_webhook_subscriptions (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, url text NOT NULL,
+    events text[] NOT NULL, secret text NOT NULL, active boolean NOT NULL DEFAULT true, disabled_reason text,
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_webhook_subscriptions_website ON rm_webhook_subscriptions (website_id);
+CREATE INDEX IF NOT EXISTS rm_webhook_subscriptions_org ON rm_webhook_subscriptions (org_id, id);
+""")
+LOG_DDL = ("webhook_attempts_delivery", """
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    id uuid PRIMARY KEY, subscription_id uuid NOT NULL, org_id uuid NOT NULL, position bigint NOT NULL,
+    event text NOT NULL, body bytea NOT NULL,
+    status text NOT NULL,  -- pending, succeeded, failed (not retryable or out of time), stopped (disabled)
+    next_attempt_at timestamptz, attempts integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL, retry_since timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+    UNIQUE (subscription_id, position));
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_log ON webhook_deliveries (subscription_id, id);
+CREATE TABLE IF NOT EXISTS webhook_attempts (
+    id bigserial PRIMARY KEY, delivery_id uuid NOT NULL, at timestamptz NOT NULL, response_status integer,
+    latency_ms integer NOT NULL, error text, response_body text, next_retry_at timestamptz);
+CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id);
+""")
+
+
+class WebhookProjection:
+    name = "webhooks"
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        # CREATE INDEX IF NOT EXISTS still locks its table, and these tables are written by the projection
+        # and the dispatchers at once (a deadlock waiting to happen): DDL runs only for what is missing.
+        for last_index, ddl in (SUBSCRIPTIONS_DDL, LOG_DDL):
+            if (await (await conn.execute("SELECT to_regclass(%s)", (last_index,))).fetchone())[0] is None:
+                await conn.execute(ddl)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS rm_webhook_subscriptions, rm_webhook_private_conversations")
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        e = recorded.event
+        if isinstance(e, ev.WebhookSubscribed):
+            await conn.execute(
+                "INSERT INTO rm_webhook_subscriptions (id, org_id, website_id, url, events, secret, created_at, "
+                "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (e.subscription_id, e.org_id, e.website_id, e.url, e.events, e.secret, e.at, e.at))
+        elif isinstance(e, ev.WebhookUpdated):
+            await conn.execute(
+                "UPDATE rm_webhook_subscriptions SET url = COALESCE(%s, url), events = COALESCE(%s, events), "
+                "updated_at = %s WHERE id = %s", (e.url, e.events, e.at, e.subscription_id))
+        elif isinstance(e, ev.WebhookDisabled):
+            await conn.execute(
+                "UPDATE rm_webhook_subscriptions SET active = false, disabled_reason = %s, updated_at = %s "
+                "WHERE id = %s", (e.reason, e.at, e.subscription_id))
+        elif isinstance(e, ev.WebhookEnabled):
+            await conn.execute(
+                "UPDATE rm_webhook_subscriptions SET active = true, disabled_reason = NULL, consecutive_failures = 0, "
+                "updated_at = %s WHERE id = %s", (e.at, e.subscription_id))
+        elif isinstance(e, ev.WebhookDeleted):
+            await conn.execute("DELETE FROM rm_webhook_subscriptions WHERE id = %s", (e.subscription_id,))
+        else:
+            await self._deliverable(conn, recorded)
+
+    async def _deliverable(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        e = recorded.event
+        if isinstance(e, ev.ConversationCreated) and e.operator_only:
+            await conn.execute("INSERT INTO rm_webhook_private_conversations (id) VALUES (%s) ON CONFLICT DO NOTHING",
+                               (e.conversation_id,))
+        private = False
+        if isinstance(e, ev.MessageCreated) and not e.internal:
+            private = await (await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM rm_webhook_private_conversations WHERE id = %s)",
+                (e.conversation_id,))).fetchone() == (True,)
+        delivered = webhook_event(e, private)
+        if delivered is None:
+            return
+        name, body = delivered
+        subscribers = await (await conn.execute(
+            "SELECT id FROM rm_webhook_subscriptions WHERE website_id = %s AND active "
+            "AND (events = '{}' OR %s = ANY(events)) ORDER BY id", (e.website_id, name))).fetchall()
+        if not subscribers:
+            return
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO webhook_deliveries (id, subscription_id, org_id, position, event, body, status, "
+                "next_attempt_at, created_at, retry_since, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, 'pending', now(), now(), now(), now()) "
+                "ON CONFLICT (subscription_id, position) DO NOTHING",
+                [(new_id(), subscriber, e.org_id, recorded.position, name, body) for (subscriber,) in subscribers])
+        await conn.execute("SELECT pg_notify(%s, '')", (WAKE_CHANNEL,))

@@ -1,0 +1,114 @@
+"""Webhook subscriptions and their delivery log: operator access tokens only."""
+
+from __future__ import annotations
+
+import uuid
+
+import msgspec
+from litestar import Request, Response, delete, get, post, put
+
+from commands import webhooks
+from commands.admin import Created
+from commands.errors import Conflict, NotFound
+from commands.principal import Principal
+from delivery import log as delivery_log
+from parley.ids import parse_id
+from readapi.auth import authenticate
+from readapi.collections import (
+    WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
+)
+from readapi.services import decode_body, json_response, run_command, services, written
+
+PROJECTIONS = ("core", "webhooks")
+
+
+async def operator(request: Request) -> Principal:
+    return await authenticate(request, accept=("operator",))
+
+
+async def subscription(request: Request, principal: Principal, subscription_id: uuid.UUID | None,
+                       created: Created | None = None) -> WebhookSubscription:
+    svc = services(request)
+    if created is None:
+        await svc.watch.wait_for_org(principal.org_id, PROJECTIONS)
+    else:
+        await written(request, created, PROJECTIONS)
+    async with svc.pool.connection() as conn:
+        return await read_one(conn, WEBHOOK_SUBSCRIPTIONS, principal, subscription_id)
+
+
+@get("/api/webhooksubscriptions")
+async def list_subscriptions(request: Request) -> Response:
+    principal = await operator(request)
+    svc = services(request)
+    await svc.watch.wait_for_org(principal.org_id, PROJECTIONS)
+    async with svc.pool.connection() as conn:
+        return json_response(await read_list(conn, WEBHOOK_SUBSCRIPTIONS, principal, request.query_params))
+
+
+@post("/api/webhooksubscriptions", status_code=200)
+async def create_subscription(request: Request) -> Response:
+    principal = await operator(request)
+    body = await decode_body(request, webhooks.WebhookCreate)
+    created, secret = await run_command(request, webhooks.subscribe, principal, body,
+                                        services(request).settings.webhook_allow_private)
+    saved = await subscription(request, principal, created.id, created)
+    return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
+
+
+@put("/api/webhooksubscriptions/{subscription_id:str}")
+async def update_subscription(request: Request, subscription_id: str) -> Response:
+    principal = await operator(request)
+    body = await decode_body(request, webhooks.WebhookUpdate)
+    created = await run_command(request, webhooks.update, principal, parse_id(subscription_id), body,
+                                services(request).settings.webhook_allow_private)
+    return json_response(await subscription(request, principal, created.id, created), created)
+
+
+@delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
+async def delete_subscription(request: Request, subscription_id: str) -> Response:
+    principal = await operator(request)
+    created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
+    await written(request, created, PROJECTIONS)
+    return json_response({"_id": str(created.id), "deleted": True}, created)
+
+
+@get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
+async def list_deliveries(request: Request, subscription_id: str) -> Response:
+    principal = await operator(request)
+    found = await subscription(request, principal, parse_id(subscription_id))
+    async with services(request).pool.connection() as conn:
+        return json_response(await delivery_log.deliveries_page(conn, found.id, request.query_params))
+
+
+@post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
+async def retry_delivery(request: Request, subscription_id: str, delivery_id: str) -> Response:
+    principal = await operator(request)
+    found = await active_subscription(request, principal, subscription_id)
+    target = parse_id(delivery_id)
+    async with services(request).pool.connection() as conn:
+        if target is None or not await delivery_log.redeliver(conn, found.id, target):
+            raise NotFound("delivery not found")
+        return json_response(await delivery_log.delivery(conn, found.id, target))
+
+
+@post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
+async def recover_deliveries(request: Request, subscription_id: str) -> Response:
+    principal = await operator(request)
+    body = await decode_body(request, delivery_log.Recover)
+    found = await active_subscription(request, principal, subscription_id)
+    async with services(request).pool.connection() as conn:
+        return json_response({"redelivering": await delivery_log.recover(conn, found.id, body.since)})
+
+
+async def active_subscription(request: Request, principal: Principal, subscription_id: str) -> WebhookSubscription:
+    found = await subscription(request, principal, parse_id(subscription_id))
+    if not found.active:
+        raise Conflict("the subscription is disabled; re-enable it with PUT {\"active\": true} first")
+    return found
+
+
+ROUTES = [
+    list_subscriptions, create_subscription, update_subscription, delete_subscription, list_deliveries,
+    retry_delivery, recover_deliveries,
+]

@@ -22,6 +22,8 @@ from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
 from parley.settings import Settings
 from projections.core import CoreProjection
+from projections.documents import DocumentsProjection
+from projections.search import SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 
 log = logging.getLogger("parley")
@@ -29,6 +31,8 @@ log = logging.getLogger("parley")
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
+    "documents": lambda settings: DocumentsProjection(),
+    "search": SearchProjection,
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {}

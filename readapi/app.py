@@ -7,10 +7,10 @@ from litestar.openapi import OpenAPIConfig
 
 from readapi.middleware import ContractMiddleware
 from readapi.problems import EXCEPTION_HANDLERS
-from readapi.routes import operators, resources
+from readapi.routes import documents, operators, resources
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators]
+ROUTE_MODULES = [resources, operators, documents]
 
 
 def create_app(services: Services) -> ContractMiddleware:

@@ -213,6 +213,9 @@ class SearchProjection:
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute(DDL)
+        # Loading the model takes seconds; start now, in the background, so the first change or query
+        # after start-up does not pay for it and start-up itself stays fast.
+        threading.Thread(target=embedder_for, args=(self.settings,), name="embedder-warm-up", daemon=True).start()
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await asyncio.to_thread(lambda: index_for(self.settings).drop_all())

@@ -17,6 +17,16 @@ def create(http, tenant, website=None, **fields) -> dict:
     return response.json()
 
 
+def indexed(server) -> None:
+    """Waits until search has indexed everything written so far."""
+    store = server.store()
+    try:
+        head = store.head()
+    finally:
+        store.close()
+    server.wait_projected(head, "search", timeout=60)
+
+
 def bulk(server, tenant, count: int, website: uuid.UUID | None = None, **fields) -> list[uuid.UUID]:
     """Appends `count` documents in one transaction (fast), and waits for the list to hold them."""
     values = {"title": "Bulk", "locale": "en", "category": None, "published": False, "content": "", **fields}

@@ -137,7 +137,8 @@ def parse_markdown(text: str, fallback_title: str) -> tuple[str, str]:
     for i, line in enumerate(lines):
         match = HEADING.match(line)
         if match:
-            return match.group(1).strip(), "\n".join(lines[:i] + lines[i + 1:]).strip()
+            before, after = "\n".join(lines[:i]).strip(), "\n".join(lines[i + 1:]).strip()
+            return match.group(1).strip(), "\n\n".join(part for part in (before, after) if part)
     return fallback_title, text.strip()
 
 

@@ -142,7 +142,7 @@ def parse_markdown(text: str, fallback_title: str) -> tuple[str, str]:
     return fallback_title, text.strip()
 
 
-def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> tuple[ImportOutcome, int]:
+def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> ImportOutcome:
     """Creates the document of an imported file, or updates it when the file changed.
 
     The file's path is reserved as a name whose latest reservation points at the document, so a
@@ -161,14 +161,15 @@ def import_document(store: EventStore, website_id: uuid.UUID, source: str, field
         last = history[-1].event
         if isinstance(last, ev.DocumentState):
             if _fields(last) == fields:
-                return "unchanged", 0
-            return "updated", store.append(Pending(last.document_id, history[-1].version + 1, _updated(last, fields)))
+                return "unchanged"
+            store.append(Pending(last.document_id, history[-1].version + 1, _updated(last, fields)))
+            return "updated"
     document_id = new_id()
     reservation = ev.NameReserved(org_id=org_id, at=now(), kind=SOURCE_KIND, value=f"{website_id}:{source}",
                                   owner_id=document_id)
-    position = store.append(Pending(name_id, len(reservations) + 1, reservation),
-                            Pending(document_id, 1, _created(org_id, website_id, document_id, fields, source)))
-    return "created", position
+    store.append(Pending(name_id, len(reservations) + 1, reservation),
+                 Pending(document_id, 1, _created(org_id, website_id, document_id, fields, source)))
+    return "created"
 
 
 def _org_of(store: EventStore, website_id: uuid.UUID) -> uuid.UUID:

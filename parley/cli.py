@@ -218,9 +218,8 @@ def cmd_docs_import(args: argparse.Namespace) -> None:
             source = path.relative_to(root)
             title, content = parse_markdown(path.read_text(encoding="utf-8"), path.stem.replace("-", " "))
             category = source.parent.as_posix() if source.parent != Path(".") else None
-            outcome, _ = import_document(store, website, source.as_posix(),
-                                         Fields(title, args.locale, category, args.publish, content))
-            outcomes[outcome] += 1
+            outcomes[import_document(store, website, source.as_posix(),
+                                     Fields(title, args.locale, category, args.publish, content))] += 1
             _progress(done, len(files), source.as_posix())
     except CommandError as exc:
         print(json.dumps({"error": exc.detail, "field": exc.field}), file=sys.stderr)

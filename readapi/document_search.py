@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from typing import Literal, Mapping
 
@@ -31,6 +32,9 @@ RRF_K = 60
 CANDIDATES = 40  # per ranking, before fusion
 DEFAULT_LIMIT, MAX_LIMIT = 10, 50
 SNIPPET_CHARS = 240
+# A lexeme in more than 2% of the documents (and more than 100 of them) is left out of full-text matching.
+COMMON_FRACTION, COMMON_MIN_ROWS, COMMON_TTL = 0.02, 100, 60.0
+_common: dict[tuple, tuple[float, frozenset[str]]] = {}
 _WORD = re.compile(r"\w[\w.-]*\w|\w", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -90,22 +94,43 @@ async def _vector_ranking(settings: Settings, websites: list[uuid.UUID], locale:
     return best
 
 
-def _or_query(query: str) -> str:
-    """websearch_to_tsquery text matching any of the query's words (quotes and negation stripped)."""
-    return " or ".join(_WORD.findall(query))
+async def _common_lexemes(conn: psycopg.AsyncConnection) -> frozenset[str]:
+    """Lexemes so frequent they neither discriminate nor stay cheap to rank (PostgreSQL's column
+    statistics of the full-text index, refreshed by ANALYZE; cached for a minute)."""
+    where = (conn.info.host, conn.info.port, conn.info.dbname)
+    cached = _common.get(where)
+    if cached and time.monotonic() - cached[0] < COMMON_TTL:
+        return cached[1]
+    row = await (await conn.execute(
+        "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+        "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename AND c.relnamespace = s.schemaname::regnamespace "
+        "WHERE s.tablename = 'rm_documents' AND s.attname = 'lexemes' AND s.schemaname = current_schema()")).fetchone()
+    common = frozenset()
+    if row and row[0]:
+        elements, frequencies, rows = row
+        common = frozenset(lexeme for lexeme, frequency in zip(elements, frequencies)
+                           if frequency > COMMON_FRACTION and frequency * rows > COMMON_MIN_ROWS)
+    _common[where] = (time.monotonic(), common)
+    return common
 
 
 async def _lexical_ranking(conn: psycopg.AsyncConnection, principal: Principal, websites: list[uuid.UUID],
                            locale: str, query: str) -> list[uuid.UUID]:
-    words = _or_query(query)
-    if not words:
-        return []
+    """Documents containing any of the query's lexemes, by ts_rank; the very common lexemes are left out."""
     rows = await (await conn.execute(
-        "SELECT id FROM rm_documents, websearch_to_tsquery(%(config)s::regconfig, unaccent(%(words)s)) AS q "
+        "SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector(%s::regconfig, unaccent(%s)))) AS lexeme",
+        (text_search_config(locale), query))).fetchall()
+    common = await _common_lexemes(conn)
+    terms = [row[0] for row in rows if row[0] not in common]
+    if not terms:
+        return []
+    any_term = " | ".join("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
+    rows = await (await conn.execute(
+        "SELECT id FROM rm_documents, CAST(%(terms)s AS tsquery) AS q "
         "WHERE org_id = %(org)s AND website_id = ANY(%(websites)s) AND locale = %(locale)s AND published "
         "AND lexemes @@ q ORDER BY ts_rank(lexemes, q, 1) DESC, id LIMIT %(limit)s",
-        {"config": text_search_config(locale), "words": words, "org": principal.org_id, "websites": websites,
-         "locale": locale, "limit": CANDIDATES})).fetchall()
+        {"terms": any_term, "org": principal.org_id, "websites": websites, "locale": locale,
+         "limit": CANDIDATES})).fetchall()
     return [row[0] for row in rows]
 
 

@@ -24,6 +24,7 @@ from parley.ids import parse_id
 from parley.runtime import Infrastructure, Runtime
 from parley.settings import Settings, load_settings
 from projections.runner import catch_up_if_idle, current_position, rebuild
+from projections.search import IndexBusy
 
 log = logging.getLogger("parley")
 
@@ -186,6 +187,8 @@ def cmd_projections(args: argparse.Namespace) -> None:
     store = EventStore(infra.database_url, pool_size=1)
     try:
         result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store)) for name in names}
+    except IndexBusy as exc:
+        raise SystemExit(str(exc)) from None
     finally:
         store.close()
         infra.stop()

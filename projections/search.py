@@ -144,6 +144,10 @@ class Hit:
     score: float
 
 
+class IndexBusy(RuntimeError):
+    """Qdrant's local storage is open in another process."""
+
+
 class SearchIndex:
     """Qdrant, with every call serialized in local mode (its in-process engine is not thread-safe)."""
 
@@ -158,7 +162,7 @@ class SearchIndex:
             try:
                 self.client = QdrantClient(path=str(path))
             except RuntimeError as exc:
-                raise RuntimeError(
+                raise IndexBusy(
                     f"the Qdrant local storage {path} is held by another process (a running `parley serve`?); "
                     "stop it, or run a Qdrant server and set PARLEY_QDRANT_URL") from exc
             self._guard = threading.Lock()

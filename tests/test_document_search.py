@@ -123,6 +123,12 @@ def test_visitor_route_needs_a_chat_session(http, tenant):
     assert http.get("/api/chat/documents/search", params={"query": "x"}, headers=tenant.key()).status_code == 403
 
 
+def rebuild(server, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "parley.cli", "projections", "rebuild", name,
+                           "--data-dir", str(server.data_dir)], env=server.env, capture_output=True, text=True,
+                          timeout=300)
+
+
 def test_rebuild_reproduces_the_index(infra, tmp_path):
     from conftest import make_server
 
@@ -135,12 +141,13 @@ def test_rebuild_reproduces_the_index(infra, tmp_path):
             queries = ["forgot my password", "customs to Canada", "E-4012", "broken order refund"]
             before = {q: search(server, http, tenant.operator, query=q) for q in queries}
             listed = http.get("/api/documents", headers=tenant.operator).json()
+            busy = rebuild(server, "search")  # Qdrant's local storage is the running server's
+            assert busy.returncode != 0 and "PARLEY_QDRANT_URL" in busy.stderr
+            assert {q: search(server, http, tenant.operator, query=q) for q in queries} == before
     finally:
         server.stop()
     for name in ("search", "documents"):
-        rebuilt = subprocess.run([sys.executable, "-m", "parley.cli", "projections", "rebuild", name,
-                                  "--data-dir", str(server.data_dir)], env=server.env, capture_output=True,
-                                 text=True, timeout=300)
+        rebuilt = rebuild(server, name)
         assert rebuilt.returncode == 0, rebuilt.stderr
         assert json.loads(rebuilt.stdout)["rebuilt"][name] > 0
     server.start()

@@ -58,7 +58,7 @@ def point_id(document_id: uuid.UUID, n: int) -> uuid.UUID:
 
 _MARKUP = [
     (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),  # links and images keep their text
-    (re.compile(r"^\s{0,3}(#{1,6}|[-*+>]|\d+\.)\s+", re.M), ""),  # headings, bullets, quotes
+    (re.compile(r"^[ \t]{0,3}(#{1,6}|[-*+>]|\d+\.)[ \t]+", re.M), ""),  # headings, bullets, quotes
     (re.compile(r"[*_`~]{1,3}"), ""),  # emphasis and code marks
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -72,29 +72,32 @@ def plain_text(markdown: str) -> str:
 
 
 def split_passages(embedder: "Embedder", title: str, content: str) -> list[str]:
-    """Passages of whole paragraphs (or sentences, for long ones) that fit the model with the title.
+    """Passages of whole paragraphs (else sentences, else runs of words) that fit the model with the title.
 
     Each passage is embedded as "title. passage", so the budget is the model's minus the title's share.
-    A single sentence longer than the budget is left to the model's truncation.
     """
     budget = embedder.max_tokens - embedder.count_tokens(title) - 1
-    pieces: list[str] = []
-    for paragraph in _PARAGRAPH.split(plain_text(content)):
-        paragraph = " ".join(paragraph.split())
-        if not paragraph:
-            continue
-        if embedder.count_tokens(paragraph) - 2 <= budget:
-            pieces.append(paragraph)
-        else:
-            pieces.extend(_SENTENCE.split(paragraph))
+
+    def tokens(text: str) -> int:
+        return embedder.count_tokens(text) - 2  # without [CLS] and [SEP]
+
+    def fitting(text: str, splitters: list) -> list[tuple[str, int]]:
+        size = tokens(text)
+        if size <= budget:
+            return [(text, size)]
+        if not splitters:  # one word longer than the budget: the model truncates it
+            return [(text, budget)]
+        return [piece for part in splitters[0](text) if part for piece in fitting(part, splitters[1:])]
+
+    pieces = [piece for paragraph in _PARAGRAPH.split(plain_text(content))
+              for piece in fitting(" ".join(paragraph.split()), [_SENTENCE.split, str.split]) if piece[0]]
     passages: list[str] = []
     current, used = "", 0
-    for piece in pieces:
-        size = embedder.count_tokens(piece) - 2
-        if current and used + size > budget:
+    for piece, size in pieces:
+        if current and used + size + 1 > budget:  # +1: the joining space may start a new token
             passages.append(current)
             current, used = "", 0
-        current, used = (f"{current} {piece}" if current else piece), used + size
+        current, used = (f"{current} {piece}" if current else piece), used + size + 1
     if current or not passages:
         passages.append(current)
     return passages

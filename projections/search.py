@@ -62,7 +62,7 @@ _MARKUP = [
     (re.compile(r"[*_`~]{1,3}"), ""),  # emphasis and code marks
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 
 
 def plain_text(markdown: str) -> str:
@@ -90,7 +90,7 @@ def split_passages(embedder: "Embedder", title: str, content: str) -> list[str]:
         return [piece for part in splitters[0](text) if part for piece in fitting(part, splitters[1:])]
 
     pieces = [piece for paragraph in _PARAGRAPH.split(plain_text(content))
-              for piece in fitting(" ".join(paragraph.split()), [_SENTENCE.split, str.split]) if piece[0]]
+              for piece in fitting(" ".join(paragraph.split()), [SENTENCE_BREAK.split, str.split]) if piece[0]]
     passages: list[str] = []
     current, used = "", 0
     for piece, size in pieces:

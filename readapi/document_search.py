@@ -1,8 +1,9 @@
 """Searching published help documents: vector search over passages fused with full-text search.
 
 The vector side asks the website's Qdrant collection for the nearest passages (a document ranks by
-its best passage); the lexical side ranks documents by PostgreSQL full-text search, any query word
-matching, so exact product terms and error codes are found even when the model blurs them. The two
+its best passage); the lexical side ranks documents by PostgreSQL full-text search, any of the query's
+lexemes matching (except those too common to tell documents apart), so exact product terms and error
+codes are found even when the model blurs them. The two
 rankings are fused by reciprocal rank (RRF): a document's score is the sum of 1/(60 + rank) over the
 rankings that contain it. Every match is re-checked against the documents read model (organization,
 website, locale, published), so the index can never show what the list would not.
@@ -25,7 +26,7 @@ from commands.principal import Principal
 from parley.ids import parse_id
 from parley.settings import Settings
 from projections.documents import text_search_config
-from projections.search import collection_name, embedder_for, index_for, plain_text
+from projections.search import SENTENCE_BREAK, collection_name, embedder_for, index_for, plain_text
 
 Mode = Literal["hybrid", "vector", "lexical"]
 RRF_K = 60
@@ -36,7 +37,6 @@ SNIPPET_CHARS = 240
 COMMON_FRACTION, COMMON_MIN_ROWS, COMMON_TTL = 0.02, 100, 60.0
 _common: dict[tuple, tuple[float, frozenset[str]]] = {}
 _WORD = re.compile(r"\w[\w.-]*\w|\w", re.UNICODE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 class Match(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId"}):
@@ -145,7 +145,7 @@ def fuse(*rankings: list[uuid.UUID]) -> list[tuple[uuid.UUID, float]]:
 def snippet(passage: str, query: str) -> str:
     """The passage from its sentence sharing most words with the query, cut to a short excerpt."""
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 2}
-    sentences = [s for s in _SENTENCE.split(plain_text(passage)) if s.strip()] or [""]
+    sentences = [s for s in SENTENCE_BREAK.split(plain_text(passage)) if s.strip()] or [""]
     start = max(range(len(sentences)),
                 key=lambda i: (len(words & {w.lower() for w in _WORD.findall(sentences[i])}), -i))
     text = " ".join(" ".join(sentences[start:]).split())

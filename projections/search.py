@@ -207,11 +207,11 @@ class SearchIndex:
                                        payload={"document_id": str(doc), "n": n})
                     for doc, n, vector in points])
 
-    def query(self, collection: str, vector: Sequence[float], limit: int) -> list[Hit]:
+    def query(self, collection: str, vector: list[float], limit: int) -> list[Hit]:
         with self._serial():
             if collection not in self._known and not self.client.collection_exists(collection):
                 return []
-            points = self.client.query_points(collection, query=list(vector), limit=limit, with_payload=True).points
+            points = self.client.query_points(collection, query=vector, limit=limit, with_payload=True).points
         return [Hit(uuid.UUID(p.payload["document_id"]), p.payload["n"], p.score) for p in points]
 
     def drop_all(self) -> None:

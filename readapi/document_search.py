@@ -26,7 +26,7 @@ from commands.principal import Principal
 from parley.ids import parse_id
 from parley.settings import Settings
 from projections.documents import text_search_config
-from projections.search import SENTENCE_BREAK, collection_name, embedder_for, index_for, plain_text
+from projections.search import SENTENCE_BREAK, Hit, collection_name, embedder_for, index_for, plain_text
 
 Mode = Literal["hybrid", "vector", "lexical"]
 RRF_K = 60
@@ -82,14 +82,14 @@ async def _websites(conn: psycopg.AsyncConnection, principal: Principal, request
 async def _vector_ranking(settings: Settings, websites: list[uuid.UUID], locale: str,
                           query: str) -> dict[uuid.UUID, int]:
     """Documents in order of their best passage: document id -> best passage number."""
-    embedder = embedder_for(settings)
-    vector = await asyncio.to_thread(embedder.embed_query, query)
-    index = index_for(settings)
-    hits = []
-    for website in websites:
-        hits += await asyncio.to_thread(index.query, collection_name(website, locale), vector, CANDIDATES)
+    embedder, index = embedder_for(settings), index_for(settings)
+
+    def nearest() -> list[Hit]:  # one hop to a worker thread: the model and local Qdrant both block
+        vector = embedder.embed_query(query).tolist()
+        return [hit for website in websites for hit in index.query(collection_name(website, locale), vector, CANDIDATES)]
+
     best: dict[uuid.UUID, int] = {}
-    for hit in sorted(hits, key=lambda h: -h.score):
+    for hit in sorted(await asyncio.to_thread(nearest), key=lambda h: -h.score):
         best.setdefault(hit.document_id, hit.n)
     return best
 
@@ -168,12 +168,10 @@ async def search_documents(conn: psycopg.AsyncConnection, settings: Settings, pr
     websites = await _websites(conn, principal, params.get("websiteId"))
     if not websites:
         return []
-    vector: dict[uuid.UUID, int] = {}
-    lexical: list[uuid.UUID] = []
-    if mode != "lexical":
-        vector = await _vector_ranking(settings, websites, locale, query)
-    if mode != "vector":
-        lexical = await _lexical_ranking(conn, principal, websites, locale, query)
+    # The model works in a thread while PostgreSQL ranks the full-text matches.
+    vector_task = asyncio.create_task(_vector_ranking(settings, websites, locale, query)) if mode != "lexical" else None
+    lexical = await _lexical_ranking(conn, principal, websites, locale, query) if mode != "vector" else []
+    vector = await vector_task if vector_task else {}
     ranked = fuse(list(vector), lexical)
     return await _matches(conn, principal, websites, locale, query, ranked, vector, limit)
 

@@ -4,7 +4,7 @@ The vector side asks the website's Qdrant collection for the nearest passages (a
 its best passage); the lexical side ranks documents by PostgreSQL full-text search, any of the query's
 lexemes matching (except those too common to tell documents apart), so exact product terms and error
 codes are found even when the model blurs them. The two
-rankings are fused by reciprocal rank (RRF): a document's score is the sum of 1/(60 + rank) over the
+rankings are fused by reciprocal rank (RRF): a document's score is the sum of 1/(10 + rank) over the
 rankings that contain it. Every match is re-checked against the documents read model (organization,
 website, locale, published), so the index can never show what the list would not.
 """
@@ -29,7 +29,9 @@ from projections.documents import text_search_config
 from projections.search import SENTENCE_BREAK, Hit, collection_name, embedder_for, index_for, plain_text
 
 Mode = Literal["hybrid", "vector", "lexical"]
-RRF_K = 60
+# Smaller than the customary 60: a 10-result list is judged by its top ranks (on the evaluation set,
+# MRR@10 0.862 at 10 against 0.845 at 60, with both rankings weighted equally).
+RRF_K = 10
 CANDIDATES = 40  # per ranking, before fusion
 DEFAULT_LIMIT, MAX_LIMIT = 10, 50
 SNIPPET_CHARS = 240

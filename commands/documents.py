@@ -18,13 +18,14 @@ from events import types as ev
 from events.store import EventStore, Pending
 from parley.ids import new_id
 
-Title = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+MAX_TITLE, MAX_CATEGORY, MAX_CONTENT = 300, 200, 500_000
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TITLE)]
 # A BCP 47-like tag: it also names the search collection, so its alphabet is kept small.
 LOCALE_PATTERN = r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8}){0,3}$"
 LOCALE = re.compile(LOCALE_PATTERN)
 Locale = Annotated[str, msgspec.Meta(pattern=LOCALE_PATTERN)]
-Category = Annotated[str, msgspec.Meta(max_length=200)]
-Content = Annotated[str, msgspec.Meta(max_length=500_000)]
+Category = Annotated[str, msgspec.Meta(max_length=MAX_CATEGORY)]
+Content = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
 SOURCE_KIND = "document-source"
 
 
@@ -66,6 +67,17 @@ def _check_title(title: str) -> str:
     if not title.strip():
         raise Invalid("title must not be empty", "title")
     return title.strip()
+
+
+def _checked(fields: Fields) -> Fields:
+    """The rules of the request bodies, for what arrives another way (an imported file)."""
+    if not LOCALE.match(fields.locale):
+        raise Invalid("locale must be a language tag such as en or pt-BR", "locale")
+    for name, value, limit in (("title", fields.title, MAX_TITLE), ("category", fields.category or "", MAX_CATEGORY),
+                               ("content", fields.content, MAX_CONTENT)):
+        if len(value) > limit:
+            raise Invalid(f"{name} is longer than {limit} characters", name)
+    return Fields(_check_title(fields.title), fields.locale, fields.category, fields.published, fields.content)
 
 
 @dataclass(frozen=True)
@@ -149,9 +161,7 @@ def import_document(store: EventStore, website_id: uuid.UUID, source: str, field
     re-import finds it from the event store alone; a document deleted since is created again.
     """
     org_id = _org_of(store, website_id)
-    if not LOCALE.match(fields.locale):
-        raise Invalid("locale must be a language tag such as en or pt-BR", "locale")
-    fields = Fields(_check_title(fields.title), fields.locale, fields.category, fields.published, fields.content)
+    fields = _checked(fields)
     name_id = name_stream(SOURCE_KIND, f"{website_id}:{source}")
     reservations = store.load(name_id)
     if reservations:

@@ -65,11 +65,17 @@ def test_import_creates_then_changes_nothing_then_updates(server, http, tenant, 
     assert {d["locale"] for d in docs.values()} == {"fr"} and len(docs) == 3
 
 
-def test_import_refuses_an_unknown_website_or_locale(server, tenant, tmp_path):
-    (tmp_path / "a.md").write_text("# A\n")
-    for args in (["--website", "7c9e6679-7425-40de-944b-e07fc1f90ae7"],
-                 ["--website", str(tenant.website_id), "--locale", "no good"]):
-        done = subprocess.run([sys.executable, "-m", "parley.cli", "docs", "import", str(tmp_path), *args],
+def test_import_refuses_an_unknown_website_a_bad_locale_or_an_overlong_title(server, tenant, tmp_path):
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "a.md").write_text("# A\n")
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "a.md").write_text("# " + "x" * 301 + "\n")
+    before = head(server)
+    for folder, args in (("good", ["--website", "7c9e6679-7425-40de-944b-e07fc1f90ae7"]),
+                         ("good", ["--website", str(tenant.website_id), "--locale", "no good"]),
+                         ("long", ["--website", str(tenant.website_id)])):
+        done = subprocess.run([sys.executable, "-m", "parley.cli", "docs", "import", str(tmp_path / folder), *args],
                               env=server.env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2, done.stderr
         assert "error" in json.loads(done.stderr.strip().splitlines()[-1])
+    assert head(server) == before

@@ -192,6 +192,31 @@ class WebhookDeleted(Event, frozen=True):
     subscription_id: uuid.UUID
 
 
+class DocumentState(Event, frozen=True):
+    """A help document's whole state: creates and updates carry it all, so a consumer never loads."""
+
+    document_id: uuid.UUID
+    website_id: uuid.UUID
+    title: str
+    locale: str
+    category: str | None
+    published: bool
+    content: str
+
+
+class DocumentCreated(DocumentState, frozen=True):
+    source: str | None = None  # the imported file's path, which re-imports find it by
+
+
+class DocumentUpdated(DocumentState, frozen=True):
+    pass
+
+
+class DocumentDeleted(Event, frozen=True):
+    document_id: uuid.UUID
+    website_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -217,4 +242,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     WebhookDisabled,
     WebhookEnabled,
     WebhookDeleted,
+    DocumentCreated,
+    DocumentUpdated,
+    DocumentDeleted,
 )

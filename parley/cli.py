@@ -25,6 +25,7 @@ from parley.ids import parse_id
 from parley.runtime import Infrastructure, Runtime
 from parley.settings import Settings, load_settings
 from projections.runner import catch_up_if_idle, current_position, rebuild
+from projections.search import IndexBusy
 
 log = logging.getLogger("parley")
 
@@ -196,10 +197,53 @@ def cmd_projections(args: argparse.Namespace) -> None:
     store = EventStore(infra.database_url, pool_size=1)
     try:
         result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store)) for name in names}
+    except IndexBusy as exc:
+        raise SystemExit(str(exc)) from None
     finally:
         store.close()
         infra.stop()
     print(json.dumps({"rebuilt": result}))
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    filled = 30 * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label[:60]:<60}", end="", file=sys.stderr,
+          flush=True)
+
+
+def cmd_docs_import(args: argparse.Namespace) -> None:
+    """Imports a folder of Markdown files: title from the first heading, category from the sub-folder."""
+    from collections import Counter
+
+    from commands.documents import Fields, import_document, parse_markdown
+
+    settings = _settings(args)
+    website = _required_id(args.website, "--website")
+    root = args.dir
+    if not root.is_dir():
+        raise SystemExit(f"{root} is not a directory")
+    files = sorted(path for path in root.rglob("*.md") if path.is_file())
+    infra = Infrastructure(settings).start(reuse_running=True)
+    store = EventStore(infra.database_url, pool_size=1)
+    outcomes: Counter[str] = Counter()
+    try:
+        for done, path in enumerate(files, start=1):
+            source = path.relative_to(root)
+            title, content = parse_markdown(path.read_text(encoding="utf-8"), path.stem.replace("-", " "))
+            category = source.parent.as_posix() if source.parent != Path(".") else None
+            outcomes[import_document(store, website, source.as_posix(),
+                                     Fields(title, args.locale, category, args.publish, content))] += 1
+            _progress(done, len(files), source.as_posix())
+    except CommandError as exc:
+        print(json.dumps({"error": exc.detail, "field": exc.field}), file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        store.close()
+        infra.stop()
+    if files:
+        print(file=sys.stderr)
+    print(json.dumps({"files": len(files), "created": outcomes["created"], "updated": outcomes["updated"],
+                      "unchanged": outcomes["unchanged"]}))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -245,6 +289,15 @@ def parser() -> argparse.ArgumentParser:
     rebuild_parser = with_data_dir(projections.add_parser("rebuild", help="drop and rebuild read models"))
     rebuild_parser.add_argument("name", nargs="?")
     rebuild_parser.set_defaults(func=cmd_projections)
+
+    docs = commands.add_parser("docs", help="help documents").add_subparsers(dest="action", required=True)
+    docs_import = with_data_dir(docs.add_parser(
+        "import", help="import a folder of Markdown files (idempotent: unchanged files change nothing)"))
+    docs_import.add_argument("dir", type=Path)
+    docs_import.add_argument("--website", required=True, help="the website's id")
+    docs_import.add_argument("--locale", default="en")
+    docs_import.add_argument("--publish", action="store_true", help="publish the documents (default: drafts)")
+    docs_import.set_defaults(func=cmd_docs_import)
     return root
 
 

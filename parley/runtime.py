@@ -25,6 +25,8 @@ from parley.settings import Settings
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.documents import DocumentsProjection
+from projections.search import SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
@@ -38,6 +40,8 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
     "webhooks": lambda settings: WebhookProjection(),
+    "documents": lambda settings: DocumentsProjection(),
+    "search": SearchProjection,
 }
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
@@ -129,6 +133,7 @@ class Runtime:
         from delivery.realtime import start_realtime
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
+        from readapi.documents import cursor_key
         from readapi.services import Services
 
         self.pool = AsyncConnectionPool(self.database_url, min_size=2, max_size=self.settings.db_pool_size,
@@ -137,6 +142,7 @@ class Runtime:
         async with self.pool.connection() as conn:
             for projection in self.projections.values():
                 await ensure_tables(conn, projection)
+            await cursor_key(conn)
         watch = PositionWatch(self.database_url, self.pool, self.settings.read_wait_seconds)
         await watch.start()
         self.services = Services(self.settings, self.store, self.pool, watch)

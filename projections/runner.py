@@ -76,15 +76,26 @@ async def apply_batch(conn: psycopg.AsyncConnection, projection: Projection, bat
             "SELECT position FROM parley_projection_positions WHERE name = %s FOR UPDATE", (projection.name,)
         )).fetchone()
         position = row[0]
-        for recorded in batch:
-            if recorded.position > position:
-                await projection.apply(conn, recorded)
-                position = recorded.position
+        fresh = [recorded for recorded in batch if recorded.position > position]
+        if fresh:
+            await apply_events(conn, projection, fresh)
+            position = fresh[-1].position
         await conn.execute(
             "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)
         )
         await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{projection.name}:{position}"))
     return position
+
+
+async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:
+    """A projection that gains from batching (the search index embeds many passages at once) defines
+    `apply_all` and takes the batch whole."""
+    apply_all = getattr(projection, "apply_all", None)
+    if apply_all is not None:
+        await apply_all(conn, events)
+        return
+    for recorded in events:
+        await projection.apply(conn, recorded)
 
 
 async def catch_up(conn: psycopg.AsyncConnection, projection: Projection, store: EventStore, position: int) -> int:
@@ -111,8 +122,7 @@ async def rebuild(database_url: str, projection: Projection, store: EventStore) 
             await conn.execute("UPDATE parley_projection_positions SET position = 0 WHERE name = %s", (projection.name,))
             position = 0
             while batch := await asyncio.to_thread(store.read, position, CATCH_UP_BATCH):
-                for recorded in batch:
-                    await projection.apply(conn, recorded)
+                await apply_events(conn, projection, batch)
                 position = batch[-1].position
             await conn.execute(
                 "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)

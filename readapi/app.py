@@ -11,12 +11,12 @@ from litestar.openapi import OpenAPIConfig
 from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.problems import EXCEPTION_HANDLERS
-from readapi.routes import (batch, chat, conversation_flags, message_feedback, operators, realtime, resources,
-                            sandbox, webhooks)
+from readapi.routes import (batch, chat, conversation_flags, documents, message_feedback, operators, realtime,
+                            resources, sandbox, webhooks)
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, batch, sandbox, chat, message_feedback, conversation_flags, realtime,
-                 webhooks]
+ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
+                 realtime, webhooks]
 
 
 def create_app(services: Services, extra_routes: Sequence[HTTPRouteHandler] = ()) -> ContractMiddleware:

@@ -56,7 +56,7 @@ def test_an_empty_batch_answers_an_empty_object(http, tenant):
 
 def test_every_allow_listed_collection_is_batchable(http, tenant):
     """The allow-list is the registry of organization-scoped collections; each present one answers."""
-    assert {"conversations", "customers", "messages", "websites"} <= set(LISTINGS)
+    assert set(LISTINGS) == {"conversations", "customers", "messages", "websites", "documents"}
     response = batch(http, tenant, [{"alias": name, "url": name} for name in LISTINGS])
     assert response.status_code == 200, response.text
     assert set(response.json()) == set(LISTINGS)
@@ -155,3 +155,15 @@ def test_reads_share_one_snapshot(http, tenant, server):
     assert [c["_id"] for c in direct.json()] == [str(customer_id)]
     with psycopg.connect(server.database_url, autocommit=True) as conn:
         conn.execute("DELETE FROM rm_customers WHERE id = %s", (customer_id,))
+
+
+def test_documents_in_a_batch_answer_as_the_get_does(http, tenant):
+    from tests.documents_helpers import create
+
+    for title in ("Alpha", "Beta", "Gamma"):
+        create(http, tenant, title=title, published=True)
+    url = f"documents?websiteId={tenant.website_id}&pagination=cursor&limit=2"
+    answered = batch(http, tenant, [{"alias": "docs", "url": url}])
+    assert answered.status_code == 200, answered.text
+    direct = http.get(f"/api/{url}", headers=tenant.operator).json()
+    assert answered.json()["docs"] == direct and len(direct["items"]) == 2 and direct["nextCursor"]

@@ -38,6 +38,7 @@ from psycopg_pool import AsyncConnectionPool
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
 from delivery.addresses import RefusedTarget, parse_target, resolve
 from parley.settings import Settings
+from parley.supervision import keep_running
 from projections.runner import ensure_tables
 from projections.webhooks import WAKE_CHANNEL, WebhookProjection
 
@@ -239,14 +240,7 @@ class Dispatcher:
         self.swept_at = 0.0
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self._run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("webhook dispatcher failed; restarting")
-                await asyncio.sleep(0.5)
+        await keep_running("webhook dispatcher", self._run_once, log)
 
     async def _run_once(self) -> None:
         s = self.settings

@@ -19,6 +19,7 @@ from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from events.store import NOTIFY_CHANNEL, EventStore, Recorded, encode_event
+from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
 
@@ -97,15 +98,7 @@ class Relay:
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-relay")
 
     async def run(self) -> None:
-        """Runs until cancelled; restarts itself after any infrastructure error."""
-        while True:
-            try:
-                await self._run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("relay failed; restarting")
-                await asyncio.sleep(0.5)
+        await keep_running("relay", self._run_once, log)
 
     async def _run_once(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:

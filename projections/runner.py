@@ -21,6 +21,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from events import stream
 from events.store import EventStore, Recorded, decode_event
+from parley.supervision import keep_running
 
 log = logging.getLogger("parley.projections")
 
@@ -151,14 +152,7 @@ class ProjectionRunner:
         self.stream = stream_name
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self._run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("projection %s failed; restarting", self.projection.name)
-                await asyncio.sleep(0.5)
+        await keep_running(f"projection {self.projection.name}", self._run_once, log)
 
     async def _run_once(self) -> None:
         name = self.projection.name

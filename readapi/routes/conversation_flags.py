@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, Response, patch
+from litestar.params import FromPath
 
 from commands import conversations
 from parley.ids import parse_id
@@ -13,7 +14,7 @@ from readapi.services import decode_body, run_command
 
 
 @patch("/api/conversations/{conversation_id:str}")
-async def update_flags(request: Request, conversation_id: str) -> Response:
+async def update_flags(request: Request, conversation_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, conversations.ConversationFlags)
     created = await run_command(request, conversations.update_flags, principal, parse_id(conversation_id), body)

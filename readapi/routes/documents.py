@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, Response, delete, get, post, put
+from litestar.params import FromPath
 
 from commands import documents
 from commands.admin import Created
@@ -52,7 +53,7 @@ async def chat_search_route(request: Request) -> Response:
 
 
 @get("/api/documents/{document_id:str}")
-async def get_document(request: Request, document_id: str) -> Response:
+async def get_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="documents:read")
     svc = services(request)
     await svc.watch.wait_for_org(principal.org_id, READ_MODELS)
@@ -68,7 +69,7 @@ async def create_document(request: Request) -> Response:
 
 
 @put("/api/documents/{document_id:str}")
-async def update_document(request: Request, document_id: str) -> Response:
+async def update_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, documents.DocumentUpdate)
     created = await run_command(request, documents.update_document, principal, parse_id(document_id), body)
@@ -76,7 +77,7 @@ async def update_document(request: Request, document_id: str) -> Response:
 
 
 @delete("/api/documents/{document_id:str}", status_code=200)  # the Response below sets 204
-async def delete_document(request: Request, document_id: str) -> Response:
+async def delete_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     created = await run_command(request, documents.delete_document, principal, parse_id(document_id))
     await written(request, created, READ_MODELS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, Response, post
+from litestar.params import FromPath
 
 from commands import feedback
 from parley.ids import parse_id
@@ -15,7 +16,7 @@ from readapi.visitor_views import VisitorReactions, visitor_messages
 
 
 @post("/api/messages/{message_id:str}/rating", status_code=200)
-async def rate_as_visitor(request: Request, message_id: str) -> Response:
+async def rate_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
     principal = await visitor(request)
     body = await decode_body(request, feedback.VisitorRating)
     created = await run_command(request, feedback.rate_as_visitor, principal, parse_id(message_id), body)
@@ -26,7 +27,7 @@ async def rate_as_visitor(request: Request, message_id: str) -> Response:
 
 
 @post("/api/messages/{message_id:str}/reaction/customer", status_code=200)
-async def react_as_visitor(request: Request, message_id: str) -> Response:
+async def react_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
     principal = await visitor(request)
     body = await decode_body(request, feedback.VisitorReaction)
     created = await run_command(request, feedback.react_as_visitor, principal, parse_id(message_id), body)
@@ -37,7 +38,7 @@ async def react_as_visitor(request: Request, message_id: str) -> Response:
 
 
 @post("/api/messages/{message_id:str}/rating/operator", status_code=200)
-async def rate_as_operator(request: Request, message_id: str) -> Response:
+async def rate_as_operator(request: Request, message_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, feedback.OperatorRating)
     created = await run_command(request, feedback.rate_as_operator, principal, parse_id(message_id), body)
@@ -45,7 +46,7 @@ async def rate_as_operator(request: Request, message_id: str) -> Response:
 
 
 @post("/api/messages/{message_id:str}/reaction/operator", status_code=200)
-async def react_as_operator(request: Request, message_id: str) -> Response:
+async def react_as_operator(request: Request, message_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, feedback.OperatorReaction)
     created = await run_command(request, feedback.react_as_operator, principal, parse_id(message_id), body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import Request, Response, get, post, put
+from litestar.params import FromPath
 
 from commands import conversations, customers, messages
 from commands.admin import Created
@@ -37,7 +38,7 @@ async def list_websites(request: Request) -> Response:
 
 
 @get("/api/websites/{website_name:str}")
-async def get_website(request: Request, website_name: str) -> Response:
+async def get_website(request: Request, website_name: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="websites:read")
     return await one_response(request, WEBSITES, principal, website_name, key_column="name")
 
@@ -56,13 +57,13 @@ async def create_customer(request: Request) -> Response:
 
 
 @get("/api/customers/{customer_id:str}")
-async def get_customer(request: Request, customer_id: str) -> Response:
+async def get_customer(request: Request, customer_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="customers:read")
     return await one_response(request, CUSTOMERS, principal, parse_id(customer_id))
 
 
 @put("/api/customers/{customer_id:str}")
-async def update_customer(request: Request, customer_id: str) -> Response:
+async def update_customer(request: Request, customer_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="customers:write")
     body = await decode_body(request, customers.CustomerUpdate)
     created = await run_command(request, customers.update_customer, principal, parse_id(customer_id), body)
@@ -83,7 +84,7 @@ async def create_conversation(request: Request) -> Response:
 
 
 @get("/api/conversations/{conversation_id:str}")
-async def get_conversation(request: Request, conversation_id: str) -> Response:
+async def get_conversation(request: Request, conversation_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="conversations:read")
     return await one_response(request, CONVERSATIONS, principal, parse_id(conversation_id))
 
@@ -104,13 +105,13 @@ async def create_message(request: Request) -> Response:
 
 
 @get("/api/messages/{message_id:str}")
-async def get_message(request: Request, message_id: str) -> Response:
+async def get_message(request: Request, message_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="messages:read")
     return await one_response(request, MESSAGES, principal, parse_id(message_id))
 
 
 @post("/api/messages/{message_id:str}/read", status_code=200)
-async def read_message(request: Request, message_id: str) -> Response:
+async def read_message(request: Request, message_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="messages:write")
     created = await run_command(request, messages.mark_read, principal, parse_id(message_id))
     return await one_response(request, MESSAGES, principal, created.id, created=created)

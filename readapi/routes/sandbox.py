@@ -11,6 +11,7 @@ from typing import Literal
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.params import FromPath
 
 from commands import sandbox
 from commands.errors import NotFound
@@ -73,7 +74,7 @@ async def create_summary_job(request: Request) -> Response:
 
 
 @get(JOBS_PATH + "/{job_id:str}")
-async def get_summary_job(request: Request, job_id: str) -> Response:
+async def get_summary_job(request: Request, job_id: FromPath[str]) -> Response:
     svc = services(request)
     parsed = parse_id(job_id)
     row = None

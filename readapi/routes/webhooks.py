@@ -6,6 +6,7 @@ import uuid
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put
+from litestar.params import FromPath
 
 from commands import webhooks
 from commands.admin import Created
@@ -57,7 +58,7 @@ async def create_subscription(request: Request) -> Response:
 
 
 @put("/api/webhooksubscriptions/{subscription_id:str}")
-async def update_subscription(request: Request, subscription_id: str) -> Response:
+async def update_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     body = await decode_body(request, webhooks.WebhookUpdate)
     created = await run_command(request, webhooks.update, principal, parse_id(subscription_id), body,
@@ -66,7 +67,7 @@ async def update_subscription(request: Request, subscription_id: str) -> Respons
 
 
 @delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
-async def delete_subscription(request: Request, subscription_id: str) -> Response:
+async def delete_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
     await written(request, created, PROJECTIONS)
@@ -74,7 +75,7 @@ async def delete_subscription(request: Request, subscription_id: str) -> Respons
 
 
 @get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
-async def list_deliveries(request: Request, subscription_id: str) -> Response:
+async def list_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     found = await subscription(request, principal, parse_id(subscription_id))
     async with services(request).pool.connection() as conn:
@@ -82,7 +83,7 @@ async def list_deliveries(request: Request, subscription_id: str) -> Response:
 
 
 @post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
-async def retry_delivery(request: Request, subscription_id: str, delivery_id: str) -> Response:
+async def retry_delivery(request: Request, subscription_id: FromPath[str], delivery_id: FromPath[str]) -> Response:
     principal = await operator(request)
     found = await active_subscription(request, principal, subscription_id)
     target = parse_id(delivery_id)
@@ -93,7 +94,7 @@ async def retry_delivery(request: Request, subscription_id: str, delivery_id: st
 
 
 @post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
-async def recover_deliveries(request: Request, subscription_id: str) -> Response:
+async def recover_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     body = await decode_body(request, delivery_log.Recover)
     found = await active_subscription(request, principal, subscription_id)
@@ -101,7 +102,7 @@ async def recover_deliveries(request: Request, subscription_id: str) -> Response
         return json_response({"redelivering": await delivery_log.recover(conn, found.id, body.since)})
 
 
-async def active_subscription(request: Request, principal: Principal, subscription_id: str) -> WebhookSubscription:
+async def active_subscription(request: Request, principal: Principal, subscription_id: FromPath[str]) -> WebhookSubscription:
     found = await subscription(request, principal, parse_id(subscription_id))
     if not found.active:
         raise Conflict("the subscription is disabled; re-enable it with PUT {\"active\": true} first")

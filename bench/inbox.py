@@ -45,6 +45,7 @@ import psycopg
 
 from commands import admin
 from commands.principal import Principal
+from delivery.realtime import PRESENCE_DDL
 from events import types as ev
 from events.store import EventStore, Pending
 from parley.ids import new_id
@@ -143,13 +144,19 @@ async def project(database_url: str, store: EventStore) -> None:
 
 
 def open_streams(database_url: str, seeded: Seeded, per_website: int) -> None:
+    """Visitors online as the realtime channel records them: one live API instance holding a connection
+    for each of the most recent conversations' customers."""
+    instance_id = uuid.uuid4()
     with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(PRESENCE_DDL)
+        conn.execute("INSERT INTO parley_presence_instances (instance_id, expires_at) "
+                     "VALUES (%s, now() + interval '1 day')", (instance_id,))
         for site in seeded.websites:
             conn.execute(
-                "INSERT INTO parley_presence_connections (connection_id, customer_id, org_id, website_id, "
-                "instance_id, opened_at) SELECT gen_random_uuid(), customer_id, org_id, website_id, "
-                "gen_random_uuid(), now() FROM rm_inbox WHERE website_id = %s ORDER BY last_edit_time DESC LIMIT %s",
-                (site, per_website))
+                "INSERT INTO parley_presence_connections (connection_id, instance_id, customer_id, org_id, "
+                "website_id, opened_at) SELECT gen_random_uuid(), %s, customer_id, org_id, website_id, now() "
+                "FROM rm_inbox WHERE website_id = %s ORDER BY last_edit_time DESC LIMIT %s",
+                (instance_id, site, per_website))
 
 
 def summary(samples: list[float]) -> tuple[float, float]:

@@ -195,7 +195,9 @@ async def measure_queries(database_url: str, seeded: Seeded, samples: int) -> tu
 
 def start_api(database_url: str, nats_url: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url, "PARLEY_ROLE": "api",
-           "PARLEY_LOG_LEVEL": "WARNING"}
+           "PARLEY_LOG_LEVEL": "WARNING",
+           # measured here is the inbox read, not the rate limiter
+           "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}
     proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     found: list[str] = []

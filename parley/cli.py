@@ -10,10 +10,11 @@ import re
 import signal
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import psycopg
 import uvicorn
@@ -114,19 +115,26 @@ async def _make_usable(infra: Infrastructure, store: EventStore, position: int, 
             await asyncio.sleep(0.02)
 
 
-def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
-    settings = _settings(args)
+@contextmanager
+def _store_session(settings: Settings) -> Iterator[tuple[Infrastructure, EventStore]]:
+    """The store of the data directory's running server, or of servers started for this command; a
+    refused command prints its reason as JSON and exits with 2."""
     infra = Infrastructure(settings).start(reuse_running=True)
     store = EventStore(infra.database_url, pool_size=1)
     try:
-        result, position = command(store)
-        asyncio.run(_make_usable(infra, store, position))
+        yield infra, store
     except CommandError as exc:
         print(json.dumps({"error": exc.detail, "field": exc.field}), file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         store.close()
         infra.stop()
+
+
+def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
+    with _store_session(_settings(args)) as (infra, store):
+        result, position = command(store)
+        asyncio.run(_make_usable(infra, store, position))
     print(json.dumps(result))
 
 
@@ -193,15 +201,12 @@ def cmd_projections(args: argparse.Namespace) -> None:
     unknown = [n for n in names if n not in PROJECTIONS]
     if unknown:
         raise SystemExit(f"unknown projection {unknown[0]!r}; known: {', '.join(PROJECTIONS)}")
-    infra = Infrastructure(settings).start(reuse_running=True)
-    store = EventStore(infra.database_url, pool_size=1)
-    try:
-        result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store)) for name in names}
-    except IndexBusy as exc:
-        raise SystemExit(str(exc)) from None
-    finally:
-        store.close()
-        infra.stop()
+    with _store_session(settings) as (infra, store):
+        try:
+            result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store))
+                      for name in names}
+        except IndexBusy as exc:
+            raise SystemExit(str(exc)) from None
     print(json.dumps({"rebuilt": result}))
 
 
@@ -223,10 +228,8 @@ def cmd_docs_import(args: argparse.Namespace) -> None:
     if not root.is_dir():
         raise SystemExit(f"{root} is not a directory")
     files = sorted(path for path in root.rglob("*.md") if path.is_file())
-    infra = Infrastructure(settings).start(reuse_running=True)
-    store = EventStore(infra.database_url, pool_size=1)
     outcomes: Counter[str] = Counter()
-    try:
+    with _store_session(settings) as (_, store):
         for done, path in enumerate(files, start=1):
             source = path.relative_to(root)
             title, content = parse_markdown(path.read_text(encoding="utf-8"), path.stem.replace("-", " "))
@@ -234,12 +237,6 @@ def cmd_docs_import(args: argparse.Namespace) -> None:
             outcomes[import_document(store, website, source.as_posix(),
                                      Fields(title, args.locale, category, args.publish, content))] += 1
             _progress(done, len(files), source.as_posix())
-    except CommandError as exc:
-        print(json.dumps({"error": exc.detail, "field": exc.field}), file=sys.stderr)
-        raise SystemExit(2) from None
-    finally:
-        store.close()
-        infra.stop()
     if files:
         print(file=sys.stderr)
     print(json.dumps({"files": len(files), "created": outcomes["created"], "updated": outcomes["updated"],

@@ -15,25 +15,27 @@ from readapi.services import decode_body, json_response, run_command, services
 from readapi.visitor_views import VisitorReactions, visitor_messages
 
 
-@post("/api/messages/{message_id:str}/rating", status_code=200)
-async def rate_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
+async def visitor_feedback(request: Request, message_id: str, shape: type, command) -> tuple:
+    """Runs a visitor's rating or reaction; returns the message as the visitor sees it afterwards."""
     principal = await visitor(request)
-    body = await decode_body(request, feedback.VisitorRating)
-    created = await run_command(request, feedback.rate_as_visitor, principal, parse_id(message_id), body)
+    body = await decode_body(request, shape)
+    created = await run_command(request, command, principal, parse_id(message_id), body)
     await fresh(request, principal, created)
     async with services(request).pool.connection() as conn:
         [message] = await visitor_messages(conn, principal.org_id, principal.customer_id, message_id=created.id)
+    return message, created
+
+
+@post("/api/messages/{message_id:str}/rating", status_code=200)
+async def rate_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
+    message, created = await visitor_feedback(request, message_id, feedback.VisitorRating, feedback.rate_as_visitor)
     return json_response(message, created)
 
 
 @post("/api/messages/{message_id:str}/reaction/customer", status_code=200)
 async def react_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
-    principal = await visitor(request)
-    body = await decode_body(request, feedback.VisitorReaction)
-    created = await run_command(request, feedback.react_as_visitor, principal, parse_id(message_id), body)
-    await fresh(request, principal, created)
-    async with services(request).pool.connection() as conn:
-        [message] = await visitor_messages(conn, principal.org_id, principal.customer_id, message_id=created.id)
+    message, created = await visitor_feedback(request, message_id, feedback.VisitorReaction,
+                                              feedback.react_as_visitor)
     return json_response(VisitorReactions(message.id, message.reactions), created)
 
 

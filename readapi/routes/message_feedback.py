@@ -39,20 +39,22 @@ async def react_as_visitor(request: Request, message_id: FromPath[str]) -> Respo
     return json_response(VisitorReactions(message.id, message.reactions), created)
 
 
+async def operator_feedback(request: Request, message_id: str, shape: type, command) -> Response:
+    """Runs an operator's rating or reaction; answers the message as the REST API shows it."""
+    principal = await authenticate(request, accept=("operator",))
+    body = await decode_body(request, shape)
+    created = await run_command(request, command, principal, parse_id(message_id), body)
+    return await one_response(request, MESSAGES, principal, created.id, created=created)
+
+
 @post("/api/messages/{message_id:str}/rating/operator", status_code=200)
 async def rate_as_operator(request: Request, message_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, feedback.OperatorRating)
-    created = await run_command(request, feedback.rate_as_operator, principal, parse_id(message_id), body)
-    return await one_response(request, MESSAGES, principal, created.id, created=created)
+    return await operator_feedback(request, message_id, feedback.OperatorRating, feedback.rate_as_operator)
 
 
 @post("/api/messages/{message_id:str}/reaction/operator", status_code=200)
 async def react_as_operator(request: Request, message_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, feedback.OperatorReaction)
-    created = await run_command(request, feedback.react_as_operator, principal, parse_id(message_id), body)
-    return await one_response(request, MESSAGES, principal, created.id, created=created)
+    return await operator_feedback(request, message_id, feedback.OperatorReaction, feedback.react_as_operator)
 
 
 ROUTES = [rate_as_visitor, react_as_visitor, rate_as_operator, react_as_operator]

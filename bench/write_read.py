@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import psutil
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -136,7 +137,11 @@ def main() -> None:
                         "conversationId": conversations[i], "content": f"rate {n}", "from": "customer"})
 
         run_parallel(args.clients, 50, post_only)  # warm-up
+        # The server's own CPU per message: steadier than a rate on a shared machine.
+        server_process = psutil.Process(server.pid)
+        cpu_before = sum(server_process.cpu_times()[:2])
         api_rate = args.clients * per_client / run_parallel(args.clients, per_client, post_only)
+        cpu_per_message = (sum(server_process.cpu_times()[:2]) - cpu_before) / (args.clients * per_client)
         run_parallel(args.clients, per_client, post_messages)
         floor = floor_rate(database_url, args.clients, per_client)
 
@@ -144,6 +149,8 @@ def main() -> None:
         print(f"clients={args.clients} messages={args.clients * per_client}")
         print(f"floor (INSERT+COMMIT, {args.clients} connections): {floor:,.0f} rows/s")
         print(f"API POST /api/messages: {api_rate:,.0f} messages/s  = {api_rate / floor:.2f} x floor (goal >= 0.40)")
+        print(f"server process CPU per message: {cpu_per_message * 1000:.2f} ms "
+              f"(one core's ceiling: {1 / cpu_per_message:,.0f} messages/s)")
         print(f"write latency p50 {statistics.median(write_latency) * ms:.1f} ms, "
               f"p99 {percentile(write_latency, 99) * ms:.1f} ms")
         print(f"visible to another credential after POST start: p50 {statistics.median(visible_after) * ms:.1f} ms,"

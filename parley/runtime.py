@@ -43,6 +43,9 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "documents": lambda settings: DocumentsProjection(),
     "search": SearchProjection,
 }
+# Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
+# others; every other read model shares one stream consumer and one transaction per batch.
+RUNS_ALONE = ("search",)
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": run_dispatcher,
@@ -122,10 +125,10 @@ class Runtime:
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
             Relay(self.store, self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
-        for name, projection in self.projections.items():
-            runner = ProjectionRunner(projection, self.store, self.database_url, self.nats_url,
-                                      self.settings.nats_stream)
-            self.tasks.append(asyncio.create_task(runner.run(), name=f"projection:{name}"))
+        shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
+        for group in [shared, *([self.projections[name]] for name in RUNS_ALONE)]:
+            runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream)
+            self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
         for name, make in WORKERS.items():
             self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
 

@@ -1,11 +1,12 @@
-"""Runs a projection: applies every event exactly once, in order, recording the position with the writes.
+"""Runs projections: applies every event exactly once, in order, recording the position with the writes.
 
 Start-up catches up from the event store (the source of truth), then follows the JetStream stream
 with an ordered consumer started just after the recorded position. Events arrive strictly in order and
 one batch is applied per transaction, so a position check is enough to drop the re-published duplicates
 of a relay restart. A message whose `previous` position is ahead of ours means the stream lost
 something (wiped, trimmed): we catch up from the store again. The position row is locked in each
-batch, so a concurrent rebuild is never applied on top of twice.
+batch, so a concurrent rebuild is never applied on top of twice. Projections run in groups that share
+the consumer and the transaction; each member still keeps its own position.
 """
 
 from __future__ import annotations
@@ -67,25 +68,31 @@ async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -
         )
 
 
-async def apply_batch(conn: psycopg.AsyncConnection, projection: Projection, batch: Sequence[Recorded]) -> int:
-    """Applies the events past the recorded position in one transaction; returns the new position.
+async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection],
+                      batch: Sequence[Recorded]) -> dict[str, int]:
+    """Applies to each projection the events past its recorded position, all in one transaction, and
+    returns the new positions by name.
 
     In pipeline mode: a handler's writes go out without waiting for each answer, so a batch costs a few
-    round trips instead of a few per event."""
+    round trips instead of a few per event; and one transaction serves every projection of the group."""
+    names = [projection.name for projection in projections]
     async with conn.pipeline(), conn.transaction():
-        row = await (await conn.execute(
-            "SELECT position FROM parley_projection_positions WHERE name = %s FOR UPDATE", (projection.name,)
-        )).fetchone()
-        position = row[0]
-        fresh = [recorded for recorded in batch if recorded.position > position]
-        if fresh:
-            await apply_events(conn, projection, fresh)
-            position = fresh[-1].position
+        positions = dict(await (await conn.execute(
+            "SELECT name, position FROM parley_projection_positions WHERE name = ANY(%s) ORDER BY name FOR UPDATE",
+            (names,))).fetchall())
+        for projection in projections:
+            fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
+            if fresh:
+                await apply_events(conn, projection, fresh)
+                positions[projection.name] = fresh[-1].position
+        reached = [positions[name] for name in names]
         await conn.execute(
-            "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)
-        )
-        await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{projection.name}:{position}"))
-    return position
+            "UPDATE parley_projection_positions AS p SET position = v.position "
+            "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position) WHERE p.name = v.name", (names, reached))
+        await conn.execute("SELECT pg_notify(%s, v.name || ':' || v.position) "
+                           "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position)",
+                           (NOTIFY_CHANNEL, names, reached))
+    return positions
 
 
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:
@@ -99,12 +106,14 @@ async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, ev
         await projection.apply(conn, recorded)
 
 
-async def catch_up(conn: psycopg.AsyncConnection, projection: Projection, store: EventStore, position: int) -> int:
+async def catch_up(conn: psycopg.AsyncConnection, projections: Sequence[Projection], store: EventStore,
+                   positions: dict[str, int]) -> dict[str, int]:
+    """Reads the store from the group's lowest position (members may differ, say after a rebuild of one)."""
     while True:
-        batch = await asyncio.to_thread(store.read, position, CATCH_UP_BATCH)
+        batch = await asyncio.to_thread(store.read, min(positions.values()), CATCH_UP_BATCH)
         if not batch:
-            return position
-        position = await apply_batch(conn, projection, batch)
+            return positions
+        positions = await apply_batch(conn, projections, batch)
 
 
 async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
@@ -138,43 +147,60 @@ async def catch_up_if_idle(database_url: str, projection: Projection, store: Eve
         if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(projection.name),))).fetchone())[0]:
             return False
         await ensure_tables(conn, projection)
-        await catch_up(conn, projection, store, await current_position(conn, projection.name))
+        await catch_up(conn, [projection], store, {projection.name: await current_position(conn, projection.name)})
         return True
 
 
 class ProjectionRunner:
-    def __init__(self, projection: Projection, store: EventStore, database_url: str, nats_url: str,
+    """Runs a group of projections on one connection, one stream consumer and one transaction per batch:
+    the per-event cost of a consumer and a commit is paid once for the group, not once per read model."""
+
+    def __init__(self, projections: Sequence[Projection], store: EventStore, database_url: str, nats_url: str,
                  stream_name: str = stream.DEFAULT_STREAM):
-        self.projection = projection
+        self.projections = list(projections)
+        self.name = "+".join(projection.name for projection in self.projections)
         self.store = store
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream_name
 
     async def run(self) -> None:
-        await keep_running(f"projection {self.projection.name}", self._run_once, log)
+        await keep_running(f"projections {self.name}", self._run_once, log)
 
     async def _run_once(self) -> None:
-        name = self.projection.name
         async with await connect(self.database_url) as conn:
-            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(name),))).fetchone())[0]:
+            while not await self._lock_all(conn):
                 await asyncio.sleep(1.0)
-            await ensure_tables(conn, self.projection)
-            position = await catch_up(conn, self.projection, self.store, await current_position(conn, name))
+            for projection in self.projections:
+                await ensure_tables(conn, projection)
+            positions = await catch_up(conn, self.projections, self.store, {
+                projection.name: await current_position(conn, projection.name) for projection in self.projections})
             nc = await stream.connect(self.nats_url)
             try:
-                position = await self._follow(conn, nc.jetstream(), position)
+                await self._follow(conn, nc.jetstream(), positions)
             finally:
                 await nc.close()
 
-    async def _follow(self, conn: psycopg.AsyncConnection, js, position: int) -> int:
+    async def _lock_all(self, conn: psycopg.AsyncConnection) -> bool:
+        """Takes every member's lock or none, so two processes never split a group between them."""
+        taken = []
+        for projection in self.projections:
+            key = lock_key(projection.name)
+            if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone())[0]:
+                for held in taken:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (held,))
+                return False
+            taken.append(key)
+        return True
+
+    async def _follow(self, conn: psycopg.AsyncConnection, js, positions: dict[str, int]) -> None:
         await stream.ensure_stream(js, self.stream)
         inbox: asyncio.Queue = asyncio.Queue()
 
         async def enqueue(msg) -> None:
             inbox.put_nowait(msg)
 
-        start = await stream.first_seq_after(js, self.stream, position)
+        start = await stream.first_seq_after(js, self.stream, min(positions.values()))
         sub = await js.subscribe(
             stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start),
@@ -185,23 +211,23 @@ class ProjectionRunner:
                 while len(messages) < LIVE_BATCH and not inbox.empty():
                     messages.append(inbox.get_nowait())
                 batch: list[Recorded] = []
-                seen = position
+                seen = min(positions.values())
                 for msg in messages:
                     at = int(msg.headers[stream.POSITION])
                     if at <= seen:
                         continue
                     if int(msg.headers[stream.PREVIOUS]) > seen:
-                        log.warning("stream gap before position %s for %s; catching up from the store",
-                                    at, self.projection.name)
+                        log.warning("stream gap before position %s for %s; catching up from the store", at, self.name)
                         if batch:
-                            position = await apply_batch(conn, self.projection, batch)
+                            positions = await apply_batch(conn, self.projections, batch)
                             batch = []
-                        seen = position = await catch_up(conn, self.projection, self.store, position)
+                        positions = await catch_up(conn, self.projections, self.store, positions)
+                        seen = min(positions.values())
                         if at <= seen:
                             continue
                     batch.append(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0, decode_event(msg.data)))
                     seen = at
                 if batch:
-                    position = await apply_batch(conn, self.projection, batch)
+                    positions = await apply_batch(conn, self.projections, batch)
         finally:
             await sub.unsubscribe()

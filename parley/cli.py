@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import psycopg
 import uvicorn
+import uvloop
 
 from commands import admin
 from commands.errors import CommandError
@@ -87,7 +88,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
     settings = _settings(args, host=args.host, port=args.port, role=args.role)
     infra = Infrastructure(settings).start(reuse_running=False)
     try:
-        asyncio.run(_serve(settings, infra))
+        # uvloop: the event loop's own work (socket readiness, callbacks) is a large share of each request
+        uvloop.run(_serve(settings, infra))
     finally:
         infra.stop()
 

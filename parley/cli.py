@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -24,8 +23,9 @@ from commands import admin
 from commands.errors import CommandError
 from events.store import EventStore
 from parley.ids import parse_id
-from parley.runtime import Infrastructure, Runtime
+from parley.runtime import Infrastructure, Runtime, prepare_loop
 from parley.settings import Settings, load_settings
+from parley.workers_process import WorkersProcess
 from projections.runner import catch_up_if_idle, current_position, rebuild
 from projections.search import IndexBusy
 
@@ -44,18 +44,19 @@ class _Server(uvicorn.Server):
 
 async def _serve(settings: Settings, infra: Infrastructure) -> None:
     runtime = Runtime(settings, infra.database_url, infra.nats_url)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    # Commands block a worker thread for their database round trips (and group-commit followers wait
-    # on the leader), so the default of cores + 4 threads would throttle concurrent writes.
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="parley"))
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = prepare_loop(signal.SIGINT, signal.SIGTERM)
+    workers_process = None
     try:
-        if settings.role in ("workers", "all"):
+        if settings.role == "all" and settings.workers_process:
+            workers_process = WorkersProcess(settings, infra.database_url, infra.nats_url)
+            workers_process.start()
+        elif settings.role in ("workers", "all"):
             await runtime.start_workers()
         if settings.role in ("api", "all"):
             app = await runtime.create_app()
+            if workers_process:
+                await workers_process.ready()
+                runtime.tasks.append(asyncio.create_task(workers_process.supervise(), name="workers-process"))
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             # Accepted connections inherit this; without it, Nagle's algorithm meets delayed ACKs
@@ -81,6 +82,8 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             print("Parley workers running", flush=True)
             await stop.wait()
     finally:
+        if workers_process:
+            await asyncio.to_thread(workers_process.stop)
         await runtime.stop()
 
 

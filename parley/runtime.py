@@ -11,6 +11,8 @@ import asyncio
 import json
 import logging
 import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -110,6 +112,18 @@ def running_server(data_dir: Path) -> dict | None:
     return info if _pid_alive(info["pid"]) else None
 
 
+def prepare_loop(*signals: signal.Signals) -> asyncio.Event:
+    """Readies the running loop of a process that runs a `Runtime`; the event is set on `signals`."""
+    loop = asyncio.get_running_loop()
+    # Commands block a worker thread for their database round trips (and group-commit followers wait
+    # on the leader), so the default of cores + 4 threads would throttle concurrent writes.
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="parley"))
+    stop = asyncio.Event()
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 class Runtime:
     def __init__(self, settings: Settings, database_url: str, nats_url: str):
         self.settings = settings
@@ -122,15 +136,25 @@ class Runtime:
         self.services = None
         self.on_stop_serving: list[Callable[[], None]] = []
 
+    @property
+    def search_with_api(self) -> bool:
+        """Qdrant's local mode admits one process: the API's, which searches the index, also keeps it."""
+        return not self.settings.qdrant_url
+
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
             Relay(self.store, self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
-        for group in [shared, *([self.projections[name]] for name in RUNS_ALONE)]:
-            runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream)
-            self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
+        self._run_projections(shared)
+        for name in RUNS_ALONE:
+            if not (name == "search" and self.search_with_api):
+                self._run_projections([self.projections[name]])
         for name, make in WORKERS.items():
             self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
+
+    def _run_projections(self, group: list[Projection]) -> None:
+        runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream)
+        self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
 
     async def create_app(self):
         from delivery.realtime import start_realtime
@@ -153,6 +177,8 @@ class Runtime:
         self.services.extras["realtime"] = realtime
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
+        if self.search_with_api:
+            self._run_projections([self.projections["search"]])
         return create_app(self.services)
 
     async def stop(self) -> None:

@@ -20,6 +20,7 @@ class Settings(msgspec.Struct, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8000
     role: str = "all"
+    workers_process: bool = True
     log_level: str = "INFO"
     embedded_fsync: bool = True
     read_wait_seconds: float = 2.0
@@ -46,11 +47,14 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_DATABASE_URL": ("database_url", "PostgreSQL URL; unset starts the embedded PostgreSQL"),
     "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled); unset starts the embedded nats-server"),
     "PARLEY_QDRANT_URL": ("qdrant_url", "Qdrant server URL; unset uses Qdrant local mode under the data directory, "
-                          "which only one process can open (so API and workers split across processes need it)"),
+                          "which only one process can open: the API process then also keeps the search index"),
     "PARLEY_DATA_DIR": ("data_dir", "data directory for the embedded servers and local files (default ./.parley)"),
     "PARLEY_HOST": ("host", "address the API listens on (default 127.0.0.1)"),
     "PARLEY_PORT": ("port", "port the API listens on (default 8000; 0 picks a free one)"),
     "PARLEY_ROLE": ("role", "api, workers or all (default all)"),
+    "PARLEY_WORKERS_PROCESS": ("workers_process", "1 (default): role all runs the background workers (relay, "
+                               "projections, webhook delivery) in a child process, so they and the API do not share "
+                               "one interpreter lock; 0 runs everything in one process"),
     "PARLEY_LOG_LEVEL": ("log_level", "logging level (default INFO)"),
     "PARLEY_EMBEDDED_FSYNC": ("embedded_fsync", "0 turns off fsync in the embedded PostgreSQL (tests only)"),
     "PARLEY_READ_WAIT_SECONDS": ("read_wait_seconds", "longest a read waits for its writer's position (default 2)"),

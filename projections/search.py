@@ -11,15 +11,14 @@ which is harmless: every event carries the document's whole state and point ids 
 (document, passage number), so re-applying converges on the same index.
 
 Qdrant's local mode (the embedded default, under `<data_dir>/qdrant`) admits one process per folder:
-the API and the workers then have to share a process (`role=all`); separate API and worker processes
-need a Qdrant server (`PARLEY_QDRANT_URL`).
+the API process, which searches the index, then runs this projection too (see `Runtime`); with a
+Qdrant server (`PARLEY_QDRANT_URL`) it runs with the other workers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import re
 import threading
 import uuid
@@ -36,7 +35,6 @@ from parley.settings import Settings
 if TYPE_CHECKING:  # the model and Qdrant load lazily: importing them costs seconds
     from projections.search_model import Embedder
 
-log = logging.getLogger("parley.search")
 COLLECTION_PREFIX = "parley_docs_"
 EMBED_CHUNK = 64
 DDL = """
@@ -229,10 +227,6 @@ class SearchProjection:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        if settings.role != "all" and not settings.qdrant_url:
-            log.warning("role %s with Qdrant local mode: only one process can open %s; run the API and the "
-                        "workers as one process (role all) or set PARLEY_QDRANT_URL", settings.role,
-                        settings.data_dir / "qdrant")
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute(DDL)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx
+import psutil
 import psycopg
 import pytest
 
@@ -120,9 +121,32 @@ class Server:
                 self.proc.wait()
 
     def kill(self) -> None:
+        """SIGKILL to the server and its workers process at once, as when the machine loses power."""
         if self.proc:
+            for process in self.children():
+                try:
+                    process.kill()
+                except psutil.NoSuchProcess:
+                    pass
             self.proc.kill()
             self.proc.wait()
+
+    def children(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True) if self.proc else []
+        except psutil.NoSuchProcess:
+            return []
+
+    def workers_processes(self) -> list[psutil.Process]:
+        """The live workers processes that `role all` started (multiprocessing's spawned children)."""
+        found = []
+        for process in self.children():
+            try:
+                if process.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(process.cmdline()):
+                    found.append(process)
+            except psutil.Error:  # gone meanwhile
+                pass
+        return found
 
     def client(self, **kwargs) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=30, **kwargs)

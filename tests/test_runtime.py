@@ -7,9 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import signal
 import threading
+import time
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 import yaml
@@ -21,7 +24,7 @@ from events.store import Pending
 from parley.ids import new_id
 from parley.settings import ENVIRONMENT
 from projections.core import TABLES
-from tests.conftest import Server, basic, make_server, token
+from tests.conftest import Server, basic, make_server, make_tenant, token
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,6 +167,52 @@ def test_api_and_workers_as_separate_processes(infra, tmp_path):
     finally:
         api.stop()
         workers.stop()
+
+
+def wait_until(condition, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.1)
+    return result
+
+
+def gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_role_all_runs_its_workers_in_a_supervised_child_process(infra, tmp_path):
+    server = make_server(infra, tmp_path).start()
+    try:
+        tenant = make_tenant(server)
+        [first] = server.workers_processes()
+        first.kill()  # the workers die alone: the server starts new ones
+        [second] = wait_until(lambda: [p for p in server.workers_processes() if p.pid != first.pid])
+        with server.client() as client:
+            customer = client.post("/api/customers", headers=tenant.operator, json={"websiteId": str(tenant.website_id)})
+            assert customer.status_code == 200, customer.text
+            # projected by the new workers: the read waits for the write's position
+            assert client.get(f"/api/customers/{customer.json()['_id']}", headers=tenant.operator).status_code == 200
+        os.kill(server.proc.pid, signal.SIGKILL)  # the server dies alone: its workers must not outlive it
+        server.proc.wait()
+        wait_until(lambda: gone(second), timeout=10)
+    finally:
+        server.kill()
+
+
+def test_one_process_when_workers_process_is_off(infra, tmp_path):
+    server = make_server(infra, tmp_path, PARLEY_WORKERS_PROCESS="0").start()
+    try:
+        assert server.workers_processes() == []
+        tenant = make_tenant(server)
+        with server.client() as client:
+            customer = client.post("/api/customers", headers=tenant.operator, json={"websiteId": str(tenant.website_id)})
+            assert client.get(f"/api/customers/{customer.json()['_id']}", headers=tenant.operator).status_code == 200
+    finally:
+        server.stop()
 
 
 def embedded_env(data_dir: Path) -> dict[str, str]:

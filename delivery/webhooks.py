@@ -29,14 +29,16 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
-import httpx
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
-from delivery.addresses import RefusedTarget, parse_target, resolve
+from delivery.addresses import RefusedTarget, Target, parse_target, resolve
+from delivery.http import Client, HTTPError, Origin
 from parley.settings import Settings
 from parley.supervision import keep_running
 from projections.runner import ensure_tables
@@ -99,17 +101,43 @@ class Outcome:
     retry_after: float | None = None
 
 
-def outcome_of_response(response: httpx.Response, body: str) -> dict:
+def outcome_of_response(status: int, retry_after_header: str | None, body: str) -> dict:
     """The Outcome fields a response decides: success, whether to retry, what the log keeps."""
-    status = response.status_code
     seen = {"response_status": status, "response_body": body}
     if 200 <= status < 300:
         return {**seen, "succeeded": True, "retryable": False}
     if 300 <= status < 400:
         return {**seen, "succeeded": False, "retryable": False, "error": "redirects are not followed"}
-    retry_after = parse_retry_after(response.headers.get("retry-after")) if status == 429 else None
+    retry_after = parse_retry_after(retry_after_header) if status == 429 else None
     return {**seen, "succeeded": False, "retryable": status in (408, 429) or status >= 500,
             "error": f"HTTP {status}", "retry_after": retry_after}
+
+
+# Characters kept as they are in the request target; anything else (spaces, controls, non-ASCII) is
+# percent-encoded, so a URL cannot break the request line.
+TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
+
+
+@lru_cache(maxsize=4096)
+def request_head(target: Target) -> bytes:
+    """The request line and the headers that depend only on the URL."""
+    default_port = 443 if target.scheme == "https" else 80
+    try:
+        name = target.host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise RefusedTarget("the URL's host is not a valid name") from None
+    named = f"[{name}]" if ":" in name else name
+    host = named if target.port == default_port else f"{named}:{target.port}"
+    return (f"POST {quote(target.path, safe=TARGET_SAFE)} HTTP/1.1\r\nHost: {host}\r\n"
+            f"User-Agent: {USER_AGENT}\r\nAccept: */*\r\nContent-Type: application/json\r\n").encode("ascii")
+
+
+def request_bytes(head: bytes, row: "Claimed", timestamp: int) -> bytes:
+    return b"".join((head, (
+        f"Content-Length: {len(row.body)}\r\nX-Service-Event: {row.event}\r\n"
+        f"X-Service-Signature: {sign(row.secret, timestamp, row.body)}\r\n"
+        f"X-Service-Delivery: {row.delivery_id}\r\nX-Service-Position: {row.position}\r\n\r\n").encode("ascii"),
+        row.body))
 
 
 @dataclass(frozen=True)
@@ -192,40 +220,6 @@ WHERE d.status = 'pending' AND NOT EXISTS (
 """
 
 
-class EndpointClients:
-    """One small HTTP client per subscription. Each endpoint then has its own connection pool, bounded
-    by the per-endpoint concurrency: pools stay small (a shared pool of hundreds of connections costs
-    a scan of all of them per request), and one endpoint's connections never crowd out another's."""
-
-    IDLE_SECONDS = 60.0
-
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.tls = ssl.create_default_context()  # shared: building one per client is slow
-        self.clients: dict[uuid.UUID, tuple[httpx.AsyncClient, float]] = {}
-
-    def get(self, subscription_id: uuid.UUID) -> httpx.AsyncClient:
-        found = self.clients.get(subscription_id)
-        client = found[0] if found else httpx.AsyncClient(
-            follow_redirects=False, timeout=self.settings.webhook_timeout_seconds, verify=self.tls,
-            limits=httpx.Limits(max_connections=self.settings.webhook_endpoint_concurrency,
-                                keepalive_expiry=KEEPALIVE_SECONDS),
-            headers={"User-Agent": USER_AGENT})
-        self.clients[subscription_id] = (client, time.monotonic())
-        return client
-
-    async def close_idle(self, in_flight: Counter[uuid.UUID]) -> None:
-        stale = [k for k, (_, used) in self.clients.items()
-                 if not in_flight[k] and time.monotonic() - used > self.IDLE_SECONDS]
-        for key in stale:
-            await self.clients.pop(key)[0].aclose()
-
-    async def close_all(self) -> None:
-        for client, _ in self.clients.values():
-            await client.aclose()
-        self.clients.clear()
-
-
 class Dispatcher:
     def __init__(self, runtime: "Runtime"):
         self.settings: Settings = runtime.settings
@@ -236,7 +230,8 @@ class Dispatcher:
         self.new_work = asyncio.Event()  # a NOTIFY: deliveries became due
         self.slot_freed = asyncio.Event()  # an attempt ended: a claim capped by the limits may now succeed
         self.outcomes: asyncio.Queue[tuple[Claimed, Outcome]] = asyncio.Queue()
-        self.clients = EndpointClients(self.settings)
+        # one keep-alive pool for all endpoints, per origin; TLS context shared (building one is slow)
+        self.client = Client(ssl.create_default_context(), keepalive=KEEPALIVE_SECONDS)
         self.swept_at = 0.0
 
     async def run(self) -> None:
@@ -263,7 +258,7 @@ class Dispatcher:
                 for task in [*helpers, *self.tasks]:
                     task.cancel()
                 await asyncio.gather(*helpers, *self.tasks, return_exceptions=True)
-                await self.clients.close_all()
+                self.client.close_all()
                 await self._record_ended(pool)
 
     async def _record_ended(self, pool: AsyncConnectionPool) -> None:
@@ -324,7 +319,7 @@ class Dispatcher:
         if time.monotonic() - self.swept_at < SWEEP_EVERY_SECONDS:
             return
         self.swept_at = time.monotonic()
-        await self.clients.close_idle(self.in_flight)
+        self.client.close_idle()
         async with pool.connection() as conn:
             await conn.execute(STOP, (FAILURE_LIMIT,))
             overdue = await (await conn.execute(
@@ -335,7 +330,7 @@ class Dispatcher:
 
     def _start(self, row: Claimed) -> None:
         self.in_flight[row.subscription_id] += 1
-        task = asyncio.create_task(self._deliver(self.clients.get(row.subscription_id), row))
+        task = asyncio.create_task(self._deliver(row))
         self.tasks.add(task)
 
         def done(finished: asyncio.Task) -> None:
@@ -347,10 +342,10 @@ class Dispatcher:
 
         task.add_done_callback(done)
 
-    async def _deliver(self, client: httpx.AsyncClient, row: Claimed) -> None:
-        self.outcomes.put_nowait((row, await self.attempt(client, row)))
+    async def _deliver(self, row: Claimed) -> None:
+        self.outcomes.put_nowait((row, await self.attempt(row)))
 
-    async def attempt(self, client: httpx.AsyncClient, row: Claimed) -> Outcome:
+    async def attempt(self, row: Claimed) -> Outcome:
         s = self.settings
         started = time.monotonic()
 
@@ -361,34 +356,18 @@ class Dispatcher:
         try:
             target = parse_target(row.url, allow_private=s.webhook_allow_private)
             address = await resolve(target, allow_private=s.webhook_allow_private)
-            host = f"[{address}]" if ":" in address else address
-            default_port = 443 if target.scheme == "https" else 80
-            named = f"[{target.host}]" if ":" in target.host else target.host
-            timestamp = int(time.time())
-            headers = {
-                "Host": named if target.port == default_port else f"{named}:{target.port}",
-                "Content-Type": "application/json",
-                "X-Service-Event": row.event,
-                "X-Service-Signature": sign(row.secret, timestamp, row.body),
-                "X-Service-Delivery": str(row.delivery_id),
-                "X-Service-Position": str(row.position),
-            }
+            request = request_bytes(request_head(target), row, int(time.time()))
             # Connect to the address just checked; TLS still verifies the certificate for the URL's host.
-            extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-            async with asyncio.timeout(s.webhook_timeout_seconds), client.stream(
-                    "POST", f"{target.scheme}://{host}:{target.port}{target.path}", content=row.body,
-                    headers=headers, extensions=extensions) as response:
-                kept = b""  # only the start of the answer: an endpoint cannot make us hold a large body
-                async for chunk in response.aiter_bytes():
-                    kept += chunk
-                    if len(kept) >= RESPONSE_BODY_LIMIT:
-                        break
-            return ended(**outcome_of_response(response, kept[:RESPONSE_BODY_LIMIT].decode(errors="replace")))
+            async with asyncio.timeout(s.webhook_timeout_seconds):
+                response = await self.client.post(Origin(target.scheme, address, target.port, target.host), request,
+                                                  limit=RESPONSE_BODY_LIMIT)
+            return ended(**outcome_of_response(response.status, response.headers.get("retry-after"),
+                                               response.body.decode(errors="replace")))
         except RefusedTarget as exc:
             return ended(succeeded=False, retryable=True, error=f"refused: {exc}")
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             return ended(succeeded=False, retryable=True, error=f"timed out after {s.webhook_timeout_seconds:g} s")
-        except httpx.HTTPError as exc:
+        except HTTPError as exc:
             return ended(succeeded=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
 
     async def _record_batches(self, pool: AsyncConnectionPool) -> None:

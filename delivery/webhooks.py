@@ -54,6 +54,7 @@ LEASE_MARGIN_SECONDS = 5.0
 MAX_WAIT_SECONDS = 1.0  # a poll now and then finds leases that expired in a dead worker
 CLAIM_COALESCE_SECONDS = 0.01
 RECORD_BATCH = 500
+RECORD_COALESCE_SECONDS = 0.02
 SWEEP_EVERY_SECONDS = 1.0
 USER_AGENT = "Parley-Webhooks/1"
 KEEPALIVE_SECONDS = 30.0  # an endpoint with an event every few seconds keeps its connection (and TLS session)
@@ -113,6 +114,12 @@ def outcome_of_response(status: int, retry_after_header: str | None, body: str) 
             "error": f"HTTP {status}", "retry_after": retry_after}
 
 
+@lru_cache(maxsize=4096)
+def cached_target(url: str, allow_private: bool) -> Target:
+    """A subscription URL's parts: the same for every delivery, while the address is checked each time."""
+    return parse_target(url, allow_private=allow_private)
+
+
 # Characters kept as they are in the request target; anything else (spaces, controls, non-ASCII) is
 # percent-encoded, so a URL cannot break the request line.
 TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
@@ -170,43 +177,47 @@ WITH candidates AS (
     SELECT id FROM webhook_deliveries
     WHERE id IN (SELECT id FROM candidates) AND status = 'pending' AND next_attempt_at <= now()
     FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE webhook_deliveries d SET next_attempt_at = now() + %(lease)s * interval '1 second'
+    FROM locked, rm_webhook_subscriptions s
+    WHERE d.id = locked.id AND s.id = d.subscription_id
+    RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
+), next AS (  -- seen before the claim: what is due now is claimed or held back, not waited for
+    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait FROM webhook_deliveries
+    WHERE status = 'pending' AND next_attempt_at > now()
 )
-UPDATE webhook_deliveries d SET next_attempt_at = now() + %(lease)s * interval '1 second'
-FROM locked, rm_webhook_subscriptions s
-WHERE d.id = locked.id AND s.id = d.subscription_id
-RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
+SELECT next.wait, claimed.* FROM next LEFT JOIN claimed ON true
 """
 
-# One statement records a whole batch of attempts: the deliveries' new state, then (below) the attempts.
+# One statement records a whole batch of attempts: the deliveries' new state, the attempts in the log,
+# and the subscriptions' consecutive failures (a success in the batch resets the count before the
+# failures that followed it are added).
 RECORD = """
 WITH outcome AS (
-    SELECT * FROM unnest(%(ids)s::uuid[], %(succeeded)s::bool[], %(retryable)s::bool[], %(delays)s::float8[])
-        AS o(id, succeeded, retryable, delay)
+    SELECT * FROM unnest(%(ids)s::uuid[], %(succeeded)s::bool[], %(retryable)s::bool[], %(delays)s::float8[],
+                         %(at)s::timestamptz[], %(status)s::int[], %(latency)s::int[], %(error)s::text[],
+                         %(body)s::text[]) WITH ORDINALITY
+        AS o(id, succeeded, retryable, delay, at, response_status, latency_ms, error, response_body, n)
 ), decided AS (
     SELECT o.id, o.succeeded, NOT o.succeeded AND o.retryable
            AND now() + o.delay * interval '1 second' <= d.retry_since + %(window)s * interval '1 second' AS again,
            o.delay
     FROM outcome o JOIN webhook_deliveries d ON d.id = o.id
+), updated AS (
+    UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
+        status = CASE WHEN decided.succeeded THEN 'succeeded' WHEN decided.again THEN 'pending' ELSE 'failed' END,
+        next_attempt_at = CASE WHEN decided.again THEN now() + decided.delay * interval '1 second' END
+    FROM decided WHERE d.id = decided.id
+    RETURNING d.id, d.next_attempt_at
+), logged AS (
+    INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, next_retry_at)
+    SELECT o.id, o.at, o.response_status, o.latency_ms, o.error, o.response_body, u.next_attempt_at
+    FROM outcome o LEFT JOIN updated u ON u.id = o.id ORDER BY o.n
 )
-UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
-    status = CASE WHEN decided.succeeded THEN 'succeeded' WHEN decided.again THEN 'pending' ELSE 'failed' END,
-    next_attempt_at = CASE WHEN decided.again THEN now() + decided.delay * interval '1 second' END
-FROM decided WHERE d.id = decided.id
-RETURNING d.id, d.next_attempt_at
-"""
-
-RECORD_ATTEMPTS = """
-INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, next_retry_at)
-SELECT * FROM unnest(%s::uuid[], %s::timestamptz[], %s::int[], %s::int[], %s::text[], %s::text[], %s::timestamptz[])
-"""
-
-# Consecutive failures per subscription: a success in the batch resets the count before the failures
-# that followed it are added.
-COUNT_FAILURES = """
 UPDATE rm_webhook_subscriptions s
-SET consecutive_failures = CASE WHEN o.reset THEN 0 ELSE s.consecutive_failures END + o.failed
-FROM unnest(%s::uuid[], %s::bool[], %s::int[]) AS o(id, reset, failed)
-WHERE s.id = o.id
+SET consecutive_failures = CASE WHEN f.reset THEN 0 ELSE s.consecutive_failures END + f.failed
+FROM unnest(%(subscriptions)s::uuid[], %(reset)s::bool[], %(failed)s::int[]) AS f(id, reset, failed)
+WHERE s.id = f.id
 RETURNING s.id, s.org_id, s.consecutive_failures, s.active
 """
 
@@ -227,9 +238,14 @@ class Dispatcher:
         self.database_url = runtime.database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
         self.tasks: set[asyncio.Task] = set()
-        self.new_work = asyncio.Event()  # a NOTIFY: deliveries became due
-        self.slot_freed = asyncio.Event()  # an attempt ended: a claim capped by the limits may now succeed
+        self.wake = asyncio.Event()  # something may have become claimable
+        self.notified = False  # the wake-up was a NOTIFY (new deliveries) or a retry we scheduled
+        # Held back by the last claim, so that an ending attempt is worth a new claim only when its slot
+        # may release something: every slot of the process was taken, or its subscription was at its cap.
+        self.full = False
+        self.capped: set[uuid.UUID] = set()
         self.outcomes: asyncio.Queue[tuple[Claimed, Outcome]] = asyncio.Queue()
+        self.recording: list[tuple[Claimed, Outcome]] = []  # taken from `outcomes`, being written
         # one keep-alive pool for all endpoints, per origin; TLS context shared (building one is slow)
         self.client = Client(ssl.create_default_context(), keepalive=KEEPALIVE_SECONDS)
         self.swept_at = 0.0
@@ -244,16 +260,22 @@ class Dispatcher:
             async with pool.connection() as conn:
                 await ensure_tables(conn, WebhookProjection())
             helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool))]
+            for helper in helpers:
+                helper.add_done_callback(lambda _: self.wake.set())
+            wait = 0.0
             try:
                 while True:
-                    self.new_work.clear()
-                    self.slot_freed.clear()
+                    self.wake.clear()
+                    self.notified = False
                     await self._sweep(pool)
                     free = s.webhook_concurrency - len(self.tasks)
-                    claimed = await self._claim(pool, free) if free > 0 else []
-                    for row in claimed:
-                        self._start(row)
-                    await self._wait(pool, helpers)
+                    if free > 0:
+                        claimed, wait = await self._claim(pool, free)
+                        for row in claimed:
+                            self._start(row)
+                        self.full = len(claimed) == free
+                        self.capped = {k for k, n in self.in_flight.items() if n >= s.webhook_endpoint_concurrency}
+                    await self._wait(helpers, wait)
             finally:
                 for task in [*helpers, *self.tasks]:
                     task.cancel()
@@ -264,37 +286,44 @@ class Dispatcher:
     async def _record_ended(self, pool: AsyncConnectionPool) -> None:
         """On the way out, records the attempts that ended but were not written yet, so that a graceful
         stop does not leave them to lease expiry (which would deliver them again)."""
-        batch = []
+        batch, self.recording = self.recording, []  # taken from the queue, not written yet
         while not self.outcomes.empty():
             batch.append(self.outcomes.get_nowait())
         if batch:
             try:
-                await asyncio.shield(self._record(pool, batch))
+                await asyncio.shield(self._record(pool, batch))  # a subscription past the limit: the sweep disables it
             except Exception:
                 log.exception("could not record %d webhook attempts on shutdown", len(batch))
 
-    async def _wait(self, pool: AsyncConnectionPool, helpers: list[asyncio.Task]) -> None:
-        """Until new work is notified, an attempt ends, or the next retry is due; ended attempts are
-        coalesced for a moment so that a busy worker claims in batches, not once per response."""
-        waiters = [asyncio.create_task(self.new_work.wait()), asyncio.create_task(self.slot_freed.wait())]
-        await asyncio.wait([*waiters, *helpers], timeout=await self._idle_seconds(pool),
-                           return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waiters:
-            waiter.cancel()
+    async def _wait(self, helpers: list[asyncio.Task], seconds: float) -> None:
+        """Until new work is notified, an attempt ends that frees a useful slot, or the next pending
+        delivery is due (at most MAX_WAIT_SECONDS: a poll finds the expired leases of a dead worker). A
+        freed slot is coalesced for a moment with the others ending, so that a busy worker claims in
+        batches, not once per response."""
+        try:
+            async with asyncio.timeout(min(MAX_WAIT_SECONDS, max(0.005, seconds))):
+                await self.wake.wait()
+        except TimeoutError:
+            return
         for helper in helpers:
             if helper.done():
                 helper.result()  # a helper died (its connection broke): restart everything
-        if self.slot_freed.is_set() and not self.new_work.is_set():
+        if not self.notified:
             await asyncio.sleep(CLAIM_COALESCE_SECONDS)
+
+    def _notify(self) -> None:
+        self.notified = True
+        self.wake.set()
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
             await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.new_work.set()  # anything notified before we listened is found by the next claim
+            self._notify()  # anything notified before we listened is found by the next claim
             async for _ in conn.notifies():
-                self.new_work.set()
+                self._notify()
 
-    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> list[Claimed]:
+    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float]:
+        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet."""
         s = self.settings
         lease = s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         async with pool.connection() as conn:
@@ -302,16 +331,9 @@ class Dispatcher:
                 "per_endpoint": s.webhook_endpoint_concurrency, "failure_limit": FAILURE_LIMIT, "limit": limit,
                 "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}), "lease": lease,
             })).fetchall()
-        return [Claimed(*row) for row in rows]
-
-    async def _idle_seconds(self, pool: AsyncConnectionPool) -> float:
-        async with pool.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now()) FROM webhook_deliveries "
-                "WHERE status = 'pending'")).fetchone()
-        if row[0] is None:
-            return MAX_WAIT_SECONDS
-        return min(MAX_WAIT_SECONDS, max(0.005, float(row[0])))
+        wait = rows[0][0]
+        return ([Claimed(*row[1:]) for row in rows if row[1] is not None],
+                MAX_WAIT_SECONDS if wait is None else float(wait))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
         """Stops the pending deliveries of inactive subscriptions, and disables subscriptions that reached
@@ -338,7 +360,8 @@ class Dispatcher:
             self.in_flight[row.subscription_id] -= 1
             if not self.in_flight[row.subscription_id]:
                 del self.in_flight[row.subscription_id]
-            self.slot_freed.set()
+            if self.full or row.subscription_id in self.capped:
+                self.wake.set()
 
         task.add_done_callback(done)
 
@@ -354,7 +377,7 @@ class Dispatcher:
                            **fields)
 
         try:
-            target = parse_target(row.url, allow_private=s.webhook_allow_private)
+            target = cached_target(row.url, s.webhook_allow_private)
             address = await resolve(target, allow_private=s.webhook_allow_private)
             request = request_bytes(request_head(target), row, int(time.time()))
             # Connect to the address just checked; TLS still verifies the certificate for the URL's host.
@@ -371,19 +394,37 @@ class Dispatcher:
             return ended(succeeded=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
 
     async def _record_batches(self, pool: AsyncConnectionPool) -> None:
-        """Records ended attempts in batches: one transaction for everything that ended meanwhile."""
+        """Records ended attempts in batches: one statement for everything that ended meanwhile. The first
+        outcome waits a moment for others (a burst of deliveries ends within milliseconds), so that a
+        busy worker writes a few large batches rather than many small ones."""
         while True:
-            batch = [await self.outcomes.get()]
-            while not self.outcomes.empty() and len(batch) < RECORD_BATCH:
-                batch.append(self.outcomes.get_nowait())
+            self.recording = [await self.outcomes.get()]
+            await asyncio.sleep(RECORD_COALESCE_SECONDS)
+            while not self.outcomes.empty() and len(self.recording) < RECORD_BATCH:
+                self.recording.append(self.outcomes.get_nowait())
+            # A stop does not interrupt a write half-way (it would not know whether the write happened):
+            # it waits for the write, and `_record_ended` then writes only what is left.
+            write = asyncio.ensure_future(self._record(pool, self.recording))
             try:
-                await self._record(pool, batch)
+                to_disable = await asyncio.shield(write)
+            except asyncio.CancelledError:
+                await asyncio.wait([write])
+                if not write.cancelled() and write.exception() is None:
+                    self.recording = []
+                raise
             except Exception:
                 log.exception("could not record %d webhook attempts; their leases expire and they are retried",
-                              len(batch))
+                              len(self.recording))
                 raise
+            if any(o.retryable and not o.succeeded for _, o in self.recording):
+                self._notify()  # a retry is scheduled: the dispatcher learns when it is due
+            self.recording = []
+            for org_id, subscription_id, reason in to_disable:
+                await self._disable(org_id, subscription_id, reason)
 
-    async def _record(self, pool: AsyncConnectionPool, batch: list[tuple[Claimed, Outcome]]) -> None:
+    async def _record(self, pool: AsyncConnectionPool,
+                      batch: list[tuple[Claimed, Outcome]]) -> list[tuple[uuid.UUID, uuid.UUID, str]]:
+        """Writes the batch; returns the subscriptions that reached the failure limit (org, id, reason)."""
         s = self.settings
         failures: dict[uuid.UUID, list] = {}  # subscription -> [reset, failed since, last error]
         for row, outcome in batch:
@@ -393,23 +434,20 @@ class Dispatcher:
             else:
                 counted[1] += 1
                 counted[2] = outcome.error
-        async with pool.connection() as conn, conn.transaction():
-            next_retries = dict(await (await conn.execute(RECORD, {
+        async with pool.connection() as conn:
+            counts = await (await conn.execute(RECORD, {
                 "ids": [row.delivery_id for row, _ in batch],
                 "succeeded": [o.succeeded for _, o in batch], "retryable": [o.retryable for _, o in batch],
                 "delays": [retry_delay(s, row.attempts + 1, o.retry_after) for row, o in batch],
-                "window": s.webhook_retry_window_seconds})).fetchall())
-            await conn.execute(RECORD_ATTEMPTS, (
-                [row.delivery_id for row, _ in batch], [o.at for _, o in batch],
-                [o.response_status for _, o in batch], [o.latency_ms for _, o in batch],
-                [o.error for _, o in batch], [o.response_body for _, o in batch],
-                [next_retries.get(row.delivery_id) for row, _ in batch]))
-            counts = await (await conn.execute(COUNT_FAILURES, (
-                list(failures), [c[0] for c in failures.values()], [c[1] for c in failures.values()]))).fetchall()
-        for subscription_id, org_id, consecutive, active in counts:
-            if active and consecutive >= FAILURE_LIMIT:
-                await self._disable(org_id, subscription_id,
-                                    f"{FAILURE_LIMIT} failed deliveries in a row; the last: {failures[subscription_id][2]}")
+                "at": [o.at for _, o in batch], "status": [o.response_status for _, o in batch],
+                "latency": [o.latency_ms for _, o in batch], "error": [o.error for _, o in batch],
+                "body": [o.response_body for _, o in batch], "window": s.webhook_retry_window_seconds,
+                "subscriptions": list(failures), "reset": [c[0] for c in failures.values()],
+                "failed": [c[1] for c in failures.values()]})).fetchall()
+        return [(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row; the last: "
+                 f"{failures[subscription_id][2]}")
+                for subscription_id, org_id, consecutive, active in counts
+                if active and consecutive >= FAILURE_LIMIT]
 
     async def _disable(self, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> None:
         position = await asyncio.to_thread(disable_after_failures, self.store, org_id, subscription_id, reason)

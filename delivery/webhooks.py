@@ -248,7 +248,9 @@ class Dispatcher:
         self.recording: list[tuple[Claimed, Outcome]] = []  # taken from `outcomes`, being written
         # one keep-alive pool for all endpoints, per origin; TLS context shared (building one is slow)
         self.client = Client(ssl.create_default_context(), keepalive=KEEPALIVE_SECONDS)
-        self.swept_at = 0.0
+        # subscriptions past the failure limit, to disable: id -> (org, reason)
+        self.disabling: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+        self.disable_wake = asyncio.Event()
 
     async def run(self) -> None:
         await keep_running("webhook dispatcher", self._run_once, log)
@@ -259,7 +261,8 @@ class Dispatcher:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, WebhookProjection())
-            helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool))]
+            helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool)),
+                       asyncio.create_task(self._sweep(pool)), asyncio.create_task(self._disable_queued())]
             for helper in helpers:
                 helper.add_done_callback(lambda _: self.wake.set())
             wait = 0.0
@@ -267,7 +270,6 @@ class Dispatcher:
                 while True:
                     self.wake.clear()
                     self.notified = False
-                    await self._sweep(pool)
                     free = s.webhook_concurrency - len(self.tasks)
                     if free > 0:
                         claimed, wait = await self._claim(pool, free)
@@ -308,8 +310,14 @@ class Dispatcher:
         for helper in helpers:
             if helper.done():
                 helper.result()  # a helper died (its connection broke): restart everything
-        if not self.notified:
-            await asyncio.sleep(CLAIM_COALESCE_SECONDS)
+        if not self.notified:  # only freed slots: wait for more of them, or for new deliveries
+            try:
+                async with asyncio.timeout(CLAIM_COALESCE_SECONDS):
+                    while not self.notified:
+                        self.wake.clear()
+                        await self.wake.wait()
+            except TimeoutError:
+                pass
 
     def _notify(self) -> None:
         self.notified = True
@@ -336,19 +344,37 @@ class Dispatcher:
                 MAX_WAIT_SECONDS if wait is None else float(wait))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
-        """Stops the pending deliveries of inactive subscriptions, and disables subscriptions that reached
-        the failure limit but whose disabling was not recorded (a worker died in between)."""
-        if time.monotonic() - self.swept_at < SWEEP_EVERY_SECONDS:
-            return
-        self.swept_at = time.monotonic()
-        self.client.close_idle()
-        async with pool.connection() as conn:
-            await conn.execute(STOP, (FAILURE_LIMIT,))
-            overdue = await (await conn.execute(
-                "SELECT org_id, id FROM rm_webhook_subscriptions WHERE active AND consecutive_failures >= %s",
-                (FAILURE_LIMIT,))).fetchall()
-        for org_id, subscription_id in overdue:
-            await self._disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
+        """Every SWEEP_EVERY_SECONDS, off the claiming path: stops the pending deliveries of inactive
+        subscriptions, queues the disabling of subscriptions that reached the failure limit but whose
+        disabling was not recorded (a worker died in between), and closes idle connections."""
+        while True:
+            self.client.close_idle()
+            async with pool.connection() as conn:
+                await conn.execute(STOP, (FAILURE_LIMIT,))
+                overdue = await (await conn.execute(
+                    "SELECT org_id, id FROM rm_webhook_subscriptions WHERE active AND consecutive_failures >= %s",
+                    (FAILURE_LIMIT,))).fetchall()
+            for org_id, subscription_id in overdue:
+                self._queue_disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
+            await asyncio.sleep(SWEEP_EVERY_SECONDS)
+
+    def _queue_disable(self, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> None:
+        if subscription_id not in self.disabling:
+            self.disabling[subscription_id] = (org_id, reason)
+            self.disable_wake.set()
+
+    async def _disable_queued(self) -> None:
+        """Appends the WebhookDisabled events one at a time, so that many endpoints failing at once hold
+        up neither the claims nor the recording of attempts."""
+        while True:
+            while not self.disabling:
+                self.disable_wake.clear()
+                await self.disable_wake.wait()
+            subscription_id, (org_id, reason) = next(iter(self.disabling.items()))
+            try:
+                await self._disable(org_id, subscription_id, reason)
+            finally:
+                del self.disabling[subscription_id]
 
     def _start(self, row: Claimed) -> None:
         self.in_flight[row.subscription_id] += 1
@@ -420,7 +446,7 @@ class Dispatcher:
                 self._notify()  # a retry is scheduled: the dispatcher learns when it is due
             self.recording = []
             for org_id, subscription_id, reason in to_disable:
-                await self._disable(org_id, subscription_id, reason)
+                self._queue_disable(org_id, subscription_id, reason)
 
     async def _record(self, pool: AsyncConnectionPool,
                       batch: list[tuple[Claimed, Outcome]]) -> list[tuple[uuid.UUID, uuid.UUID, str]]:

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from tests.conftest import basic, make_server, make_tenant, token
 from tests.receivers import Answer, Receiver
@@ -347,6 +348,30 @@ def test_internal_notes_and_operator_only_conversations_are_never_delivered(hc, 
     assert json.loads(received[1].body)["data"]["_id"] == public["_id"]
     assert json.loads(received[2].body)["data"]["_id"] == marker["_id"]
     assert all(b"between operators" not in r.body and b"a note" not in r.body for r in receiver.requests)
+
+
+def test_subscription_changes_apply_from_the_next_event(hc, hooks, site):
+    """The outbox projection keeps the subscriptions in memory: every change must reach it at once."""
+    sid = subscribe(hc, site, "http://127.0.0.1:9/a", ["customer.created"])["_id"]
+
+    def recorded_after(change: dict | None) -> int:
+        """Applies the change, creates a customer, and counts the subscription's recorded deliveries."""
+        if change == {"delete": True}:
+            assert hc.delete(f"/api/webhooksubscriptions/{sid}", headers=site.operator).status_code == 200
+        elif change is not None:
+            assert hc.put(f"/api/webhooksubscriptions/{sid}", headers=site.operator, json=change).status_code == 200
+        response = hc.post("/api/customers", headers=site.operator, json={"websiteId": str(site.website_id)})
+        hooks.wait_projected(int(response.headers["Parley-Position"]), "webhooks")
+        with psycopg.connect(hooks.database_url) as conn:
+            return conn.execute("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = %s",
+                                (uuid.UUID(sid),)).fetchone()[0]
+
+    assert recorded_after(None) == 1
+    assert recorded_after({"events": ["message.created"]}) == 1
+    assert recorded_after({"events": []}) == 2
+    assert recorded_after({"active": False}) == 2
+    assert recorded_after({"active": True}) == 3
+    assert recorded_after({"delete": True}) == 3
 
 
 FAIL_THEN_OK = {

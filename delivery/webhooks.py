@@ -11,7 +11,9 @@ the subscription with an event in the store.
 
 Concurrency is bounded per process and per subscription, so a slow endpoint holds at most its own few
 slots and never delays the others. New deliveries arrive with a NOTIFY, so a healthy endpoint gets its
-event within milliseconds of the commit.
+event within milliseconds of the commit. The claiming loop does nothing else: attempts are recorded in
+batches by one task, the sweep of inactive subscriptions and the disabling of failing ones run in
+others, and the requests go through `delivery.http`, a lean keep-alive HTTP/1.1 client.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ WITH candidates AS (
     LIMIT %(limit)s
 ), locked AS (
     SELECT id FROM webhook_deliveries
-    WHERE id IN (SELECT id FROM candidates) AND status = 'pending' AND next_attempt_at <= now()
+    WHERE id = ANY(ARRAY(SELECT id FROM candidates)) AND status = 'pending' AND next_attempt_at <= now()
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d SET next_attempt_at = now() + %(lease)s * interval '1 second'
@@ -418,6 +420,9 @@ class Dispatcher:
             return ended(succeeded=False, retryable=True, error=f"timed out after {s.webhook_timeout_seconds:g} s")
         except HTTPError as exc:
             return ended(succeeded=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
+        except Exception as exc:  # a fault of ours: logged, and the attempt counts as failed (retried)
+            log.exception("webhook attempt %s failed unexpectedly", row.delivery_id)
+            return ended(succeeded=False, retryable=True, error=f"internal error: {type(exc).__name__}")
 
     async def _record_batches(self, pool: AsyncConnectionPool) -> None:
         """Records ended attempts in batches: one statement for everything that ended meanwhile. The first

@@ -289,7 +289,12 @@ def test_deliveries_are_signed_and_carry_the_resource_as_the_api_returns_it(hc, 
         message = create_message(hc, site, conversation, "Hi there")
         received = receiver.wait_for(3)
     resources = {"customer.created": customer, "conversation.created": conversation, "message.created": message}
-    log = {d["_id"]: d for d in delivery_log(hc, site, sub["_id"])}
+
+    def all_recorded():  # the log is written once the answers are back, after the receiver has the requests
+        found = {d["_id"]: d for d in delivery_log(hc, site, sub["_id"])}
+        return found if len(found) == 3 and all(d["status"] == "succeeded" for d in found.values()) else None
+
+    log = eventually(all_recorded)
     positions = []
     for request in received:
         h = request.headers

@@ -527,6 +527,36 @@ def test_a_slow_endpoint_never_delays_the_others(hc, site):
         slow.wait_for(12)
 
 
+def test_the_process_wide_limit_holds_and_its_freed_slots_are_used(infra, tmp_path):
+    """With two deliveries in flight per process, an endpoint that holds its answers never has more than
+    two open, and the others go out as soon as slots free."""
+    server = make_server(infra, tmp_path, **HOOK_ENV, PARLEY_WEBHOOK_CONCURRENCY="2").start()
+    release = threading.Event()
+    try:
+        tenant = make_tenant(server)
+        with Receiver(lambda n: Answer(200, hold=release)) as held, server.client() as client:
+            sid = subscribe(client, tenant, held.url)["_id"]
+            for _ in range(6):
+                create_customer(client, tenant)
+
+            def leased_and_due():  # the claimed (in flight) and the waiting deliveries
+                with psycopg.connect(server.database_url) as conn:
+                    return conn.execute(
+                        "SELECT count(*) FILTER (WHERE next_attempt_at > now()), "
+                        "count(*) FILTER (WHERE next_attempt_at <= now()) FROM webhook_deliveries "
+                        "WHERE subscription_id = %s AND status = 'pending'", (uuid.UUID(sid),)).fetchone()
+
+            eventually(lambda: leased_and_due() == (2, 4))  # the six are recorded, and two claimed
+            assert len(held.wait_for(2)) == 2 and held.most_held == 2
+            release.set()
+            received = held.wait_for(6)
+        assert held.most_held == 2
+        assert len({r.header("X-Service-Delivery") for r in received}) == 6
+    finally:
+        release.set()
+        server.stop()
+
+
 def test_delivery_log_pages_by_cursor(hc, site):
     with Receiver() as receiver:
         sub = subscribe(hc, site, receiver.url, ["customer.created"])

@@ -301,8 +301,10 @@ class Client:
 
     async def post(self, origin: Origin, request: bytes, *, limit: int) -> Response:
         """Sends `request` (a complete HTTP/1.1 request) and returns the answer with at most `limit`
-        bytes of its body. A reused connection that turns out closed by the server before it answered
-        anything is replaced once by a new one (the server never read the request)."""
+        bytes of its body. A kept connection that fails before any byte of an answer is, almost always,
+        one the server closed while it was idle: the request goes out once more on a new connection. (A
+        receiver that did read it and then closed without answering gets it twice, with the same
+        X-Service-Delivery, as after any retry.)"""
         connection = self._idle_connection(origin)
         if connection is not None:
             try:

@@ -1,7 +1,7 @@
 """A lean HTTP/1.1 client for webhook deliveries: one POST per exchange, keep-alive connections pooled
 per origin, no redirects, no content decoding, only the start of an answer kept.
 
-httpx spent about a millisecond and a half of CPU per delivery (its request model, anyio, the pool's
+httpx spent about a millisecond of CPU per delivery (its request model, anyio, the pool's
 scans, a log record per request) in the process that also runs the API and the projections. Here a
 connection is an `asyncio.Protocol`: the request goes out in one write and the answer is parsed from
 the bytes as they arrive, a few microseconds of Python per delivery.

@@ -8,7 +8,8 @@ NATS) does the work.
 
 Reported: deliveries per second, the delay from each event's commit to its arrival at the healthy
 receivers (p50, p99), and a check that every due delivery arrived exactly as often as it should (once
-for a healthy or slow endpoint; once per recorded attempt for a failing one). The floor, measured in
+for a healthy or slow endpoint; once per recorded attempt for a failing one), and the server process's
+CPU time per request received (steadier than the delays when the machine is shared). The floor, measured in
 the same run, is a bare HTTP POST to the same receivers from one client: the ratios say what the
 whole pipeline (commit, relay, projection, outbox, claim, sign, POST) costs on top of the network.
 
@@ -86,6 +87,15 @@ class Receivers:
             pass  # the client went away, or the benchmark is over
         finally:
             writer.close()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux), or None where /proc is not there."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -195,6 +205,7 @@ async def main() -> None:
         per_kind = Counter(kind for kind, _ in subscriptions.values())
         print(f"{SUBSCRIPTIONS} subscriptions over {WEBSITES} websites: {dict(per_kind)}")
         await asyncio.sleep(3)  # the outbox projection has the subscriptions before the first event
+        cpu_before = cpu_seconds(service.pid)
         started = time.time()
         committed = await asyncio.to_thread(write_events, store, principal, websites, args.seconds,
                                             args.events_per_second)
@@ -205,9 +216,14 @@ async def main() -> None:
                 break
             await asyncio.sleep(0.1)
         await quiescent(postgres.url)
+        cpu_after = cpu_seconds(service.pid)
         finished = max(a[3] for a in receivers.arrivals)
         report(receivers, committed, subscriptions, postgres.url, started, finished,
                (floor_p50, floor_p99, floor_rate))
+        if cpu_before is not None and cpu_after is not None:
+            # less noisy than the delays on a shared machine: CPU time is only counted while running
+            print(f"server process CPU per request received: {(cpu_after - cpu_before) / len(receivers.arrivals) * 1000:.3f} ms "
+                  f"({cpu_after - cpu_before:.1f} s for {len(receivers.arrivals)} requests, idle tail included)")
     finally:
         store.close()
         service.terminate()

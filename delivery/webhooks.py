@@ -11,7 +11,9 @@ the subscription with an event in the store.
 
 Concurrency is bounded per process and per subscription, so a slow endpoint holds at most its own few
 slots and never delays the others. New deliveries arrive with a NOTIFY, so a healthy endpoint gets its
-event within milliseconds of the commit.
+event within milliseconds of the commit. The claiming loop does nothing else: attempts are recorded in
+batches by one task, the sweep of inactive subscriptions and the disabling of failing ones run in
+others, and the requests go through `delivery.http`, a lean keep-alive HTTP/1.1 client.
 """
 
 from __future__ import annotations
@@ -29,14 +31,16 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
-import httpx
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
-from delivery.addresses import RefusedTarget, parse_target, resolve
+from delivery.addresses import RefusedTarget, Target, parse_target, resolve
+from delivery.http import Client, HTTPError, Origin
 from parley.settings import Settings
 from parley.supervision import keep_running
 from projections.runner import ensure_tables
@@ -52,6 +56,7 @@ LEASE_MARGIN_SECONDS = 5.0
 MAX_WAIT_SECONDS = 1.0  # a poll now and then finds leases that expired in a dead worker
 CLAIM_COALESCE_SECONDS = 0.01
 RECORD_BATCH = 500
+RECORD_COALESCE_SECONDS = 0.02
 SWEEP_EVERY_SECONDS = 1.0
 USER_AGENT = "Parley-Webhooks/1"
 KEEPALIVE_SECONDS = 30.0  # an endpoint with an event every few seconds keeps its connection (and TLS session)
@@ -99,17 +104,49 @@ class Outcome:
     retry_after: float | None = None
 
 
-def outcome_of_response(response: httpx.Response, body: str) -> dict:
+def outcome_of_response(status: int, retry_after_header: str | None, body: str) -> dict:
     """The Outcome fields a response decides: success, whether to retry, what the log keeps."""
-    status = response.status_code
     seen = {"response_status": status, "response_body": body}
     if 200 <= status < 300:
         return {**seen, "succeeded": True, "retryable": False}
     if 300 <= status < 400:
         return {**seen, "succeeded": False, "retryable": False, "error": "redirects are not followed"}
-    retry_after = parse_retry_after(response.headers.get("retry-after")) if status == 429 else None
+    retry_after = parse_retry_after(retry_after_header) if status == 429 else None
     return {**seen, "succeeded": False, "retryable": status in (408, 429) or status >= 500,
             "error": f"HTTP {status}", "retry_after": retry_after}
+
+
+@lru_cache(maxsize=4096)
+def cached_target(url: str, allow_private: bool) -> Target:
+    """A subscription URL's parts: the same for every delivery, while the address is checked each time."""
+    return parse_target(url, allow_private=allow_private)
+
+
+# Characters kept as they are in the request target; anything else (spaces, controls, non-ASCII) is
+# percent-encoded, so a URL cannot break the request line.
+TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
+
+
+@lru_cache(maxsize=4096)
+def request_head(target: Target) -> bytes:
+    """The request line and the headers that depend only on the URL."""
+    default_port = 443 if target.scheme == "https" else 80
+    try:
+        name = target.host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise RefusedTarget("the URL's host is not a valid name") from None
+    named = f"[{name}]" if ":" in name else name
+    host = named if target.port == default_port else f"{named}:{target.port}"
+    return (f"POST {quote(target.path, safe=TARGET_SAFE)} HTTP/1.1\r\nHost: {host}\r\n"
+            f"User-Agent: {USER_AGENT}\r\nAccept: */*\r\nContent-Type: application/json\r\n").encode("ascii")
+
+
+def request_bytes(head: bytes, row: "Claimed", timestamp: int) -> bytes:
+    return b"".join((head, (
+        f"Content-Length: {len(row.body)}\r\nX-Service-Event: {row.event}\r\n"
+        f"X-Service-Signature: {sign(row.secret, timestamp, row.body)}\r\n"
+        f"X-Service-Delivery: {row.delivery_id}\r\nX-Service-Position: {row.position}\r\n\r\n").encode("ascii"),
+        row.body))
 
 
 @dataclass(frozen=True)
@@ -140,45 +177,49 @@ WITH candidates AS (
     LIMIT %(limit)s
 ), locked AS (
     SELECT id FROM webhook_deliveries
-    WHERE id IN (SELECT id FROM candidates) AND status = 'pending' AND next_attempt_at <= now()
+    WHERE id = ANY(ARRAY(SELECT id FROM candidates)) AND status = 'pending' AND next_attempt_at <= now()
     FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE webhook_deliveries d SET next_attempt_at = now() + %(lease)s * interval '1 second'
+    FROM locked, rm_webhook_subscriptions s
+    WHERE d.id = locked.id AND s.id = d.subscription_id
+    RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
+), next AS (  -- seen before the claim: what is due now is claimed or held back, not waited for
+    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait FROM webhook_deliveries
+    WHERE status = 'pending' AND next_attempt_at > now()
 )
-UPDATE webhook_deliveries d SET next_attempt_at = now() + %(lease)s * interval '1 second'
-FROM locked, rm_webhook_subscriptions s
-WHERE d.id = locked.id AND s.id = d.subscription_id
-RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
+SELECT next.wait, claimed.* FROM next LEFT JOIN claimed ON true
 """
 
-# One statement records a whole batch of attempts: the deliveries' new state, then (below) the attempts.
+# One statement records a whole batch of attempts: the deliveries' new state, the attempts in the log,
+# and the subscriptions' consecutive failures (a success in the batch resets the count before the
+# failures that followed it are added).
 RECORD = """
 WITH outcome AS (
-    SELECT * FROM unnest(%(ids)s::uuid[], %(succeeded)s::bool[], %(retryable)s::bool[], %(delays)s::float8[])
-        AS o(id, succeeded, retryable, delay)
+    SELECT * FROM unnest(%(ids)s::uuid[], %(succeeded)s::bool[], %(retryable)s::bool[], %(delays)s::float8[],
+                         %(at)s::timestamptz[], %(status)s::int[], %(latency)s::int[], %(error)s::text[],
+                         %(body)s::text[]) WITH ORDINALITY
+        AS o(id, succeeded, retryable, delay, at, response_status, latency_ms, error, response_body, n)
 ), decided AS (
     SELECT o.id, o.succeeded, NOT o.succeeded AND o.retryable
            AND now() + o.delay * interval '1 second' <= d.retry_since + %(window)s * interval '1 second' AS again,
            o.delay
     FROM outcome o JOIN webhook_deliveries d ON d.id = o.id
+), updated AS (
+    UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
+        status = CASE WHEN decided.succeeded THEN 'succeeded' WHEN decided.again THEN 'pending' ELSE 'failed' END,
+        next_attempt_at = CASE WHEN decided.again THEN now() + decided.delay * interval '1 second' END
+    FROM decided WHERE d.id = decided.id
+    RETURNING d.id, d.next_attempt_at
+), logged AS (
+    INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, next_retry_at)
+    SELECT o.id, o.at, o.response_status, o.latency_ms, o.error, o.response_body, u.next_attempt_at
+    FROM outcome o LEFT JOIN updated u ON u.id = o.id ORDER BY o.n
 )
-UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
-    status = CASE WHEN decided.succeeded THEN 'succeeded' WHEN decided.again THEN 'pending' ELSE 'failed' END,
-    next_attempt_at = CASE WHEN decided.again THEN now() + decided.delay * interval '1 second' END
-FROM decided WHERE d.id = decided.id
-RETURNING d.id, d.next_attempt_at
-"""
-
-RECORD_ATTEMPTS = """
-INSERT INTO webhook_attempts (delivery_id, at, response_status, latency_ms, error, response_body, next_retry_at)
-SELECT * FROM unnest(%s::uuid[], %s::timestamptz[], %s::int[], %s::int[], %s::text[], %s::text[], %s::timestamptz[])
-"""
-
-# Consecutive failures per subscription: a success in the batch resets the count before the failures
-# that followed it are added.
-COUNT_FAILURES = """
 UPDATE rm_webhook_subscriptions s
-SET consecutive_failures = CASE WHEN o.reset THEN 0 ELSE s.consecutive_failures END + o.failed
-FROM unnest(%s::uuid[], %s::bool[], %s::int[]) AS o(id, reset, failed)
-WHERE s.id = o.id
+SET consecutive_failures = CASE WHEN f.reset THEN 0 ELSE s.consecutive_failures END + f.failed
+FROM unnest(%(subscriptions)s::uuid[], %(reset)s::bool[], %(failed)s::int[]) AS f(id, reset, failed)
+WHERE s.id = f.id
 RETURNING s.id, s.org_id, s.consecutive_failures, s.active
 """
 
@@ -192,40 +233,6 @@ WHERE d.status = 'pending' AND NOT EXISTS (
 """
 
 
-class EndpointClients:
-    """One small HTTP client per subscription. Each endpoint then has its own connection pool, bounded
-    by the per-endpoint concurrency: pools stay small (a shared pool of hundreds of connections costs
-    a scan of all of them per request), and one endpoint's connections never crowd out another's."""
-
-    IDLE_SECONDS = 60.0
-
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.tls = ssl.create_default_context()  # shared: building one per client is slow
-        self.clients: dict[uuid.UUID, tuple[httpx.AsyncClient, float]] = {}
-
-    def get(self, subscription_id: uuid.UUID) -> httpx.AsyncClient:
-        found = self.clients.get(subscription_id)
-        client = found[0] if found else httpx.AsyncClient(
-            follow_redirects=False, timeout=self.settings.webhook_timeout_seconds, verify=self.tls,
-            limits=httpx.Limits(max_connections=self.settings.webhook_endpoint_concurrency,
-                                keepalive_expiry=KEEPALIVE_SECONDS),
-            headers={"User-Agent": USER_AGENT})
-        self.clients[subscription_id] = (client, time.monotonic())
-        return client
-
-    async def close_idle(self, in_flight: Counter[uuid.UUID]) -> None:
-        stale = [k for k, (_, used) in self.clients.items()
-                 if not in_flight[k] and time.monotonic() - used > self.IDLE_SECONDS]
-        for key in stale:
-            await self.clients.pop(key)[0].aclose()
-
-    async def close_all(self) -> None:
-        for client, _ in self.clients.values():
-            await client.aclose()
-        self.clients.clear()
-
-
 class Dispatcher:
     def __init__(self, runtime: "Runtime"):
         self.settings: Settings = runtime.settings
@@ -233,11 +240,19 @@ class Dispatcher:
         self.database_url = runtime.database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
         self.tasks: set[asyncio.Task] = set()
-        self.new_work = asyncio.Event()  # a NOTIFY: deliveries became due
-        self.slot_freed = asyncio.Event()  # an attempt ended: a claim capped by the limits may now succeed
+        self.wake = asyncio.Event()  # something may have become claimable
+        self.notified = False  # the wake-up was a NOTIFY (new deliveries) or a retry we scheduled
+        # Held back by the last claim, so that an ending attempt is worth a new claim only when its slot
+        # may release something: every slot of the process was taken, or its subscription was at its cap.
+        self.full = False
+        self.capped: set[uuid.UUID] = set()
         self.outcomes: asyncio.Queue[tuple[Claimed, Outcome]] = asyncio.Queue()
-        self.clients = EndpointClients(self.settings)
-        self.swept_at = 0.0
+        self.recording: list[tuple[Claimed, Outcome]] = []  # taken from `outcomes`, being written
+        # one keep-alive pool for all endpoints, per origin; TLS context shared (building one is slow)
+        self.client = Client(ssl.create_default_context(), keepalive=KEEPALIVE_SECONDS)
+        # subscriptions past the failure limit, to disable: id -> (org, reason)
+        self.disabling: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+        self.disable_wake = asyncio.Event()
 
     async def run(self) -> None:
         await keep_running("webhook dispatcher", self._run_once, log)
@@ -248,58 +263,77 @@ class Dispatcher:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, WebhookProjection())
-            helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool))]
+            helpers = [asyncio.create_task(self._listen()), asyncio.create_task(self._record_batches(pool)),
+                       asyncio.create_task(self._sweep(pool)), asyncio.create_task(self._disable_queued())]
+            for helper in helpers:
+                helper.add_done_callback(lambda _: self.wake.set())
+            wait = 0.0
             try:
                 while True:
-                    self.new_work.clear()
-                    self.slot_freed.clear()
-                    await self._sweep(pool)
+                    self.wake.clear()
+                    self.notified = False
                     free = s.webhook_concurrency - len(self.tasks)
-                    claimed = await self._claim(pool, free) if free > 0 else []
-                    for row in claimed:
-                        self._start(row)
-                    await self._wait(pool, helpers)
+                    if free > 0:
+                        claimed, wait = await self._claim(pool, free)
+                        for row in claimed:
+                            self._start(row)
+                        self.full = len(claimed) == free
+                        self.capped = {k for k, n in self.in_flight.items() if n >= s.webhook_endpoint_concurrency}
+                    await self._wait(helpers, wait)
             finally:
                 for task in [*helpers, *self.tasks]:
                     task.cancel()
                 await asyncio.gather(*helpers, *self.tasks, return_exceptions=True)
-                await self.clients.close_all()
+                self.client.close_all()
                 await self._record_ended(pool)
 
     async def _record_ended(self, pool: AsyncConnectionPool) -> None:
         """On the way out, records the attempts that ended but were not written yet, so that a graceful
         stop does not leave them to lease expiry (which would deliver them again)."""
-        batch = []
+        batch, self.recording = self.recording, []  # taken from the queue, not written yet
         while not self.outcomes.empty():
             batch.append(self.outcomes.get_nowait())
         if batch:
             try:
-                await asyncio.shield(self._record(pool, batch))
+                await asyncio.shield(self._record(pool, batch))  # a subscription past the limit: the sweep disables it
             except Exception:
                 log.exception("could not record %d webhook attempts on shutdown", len(batch))
 
-    async def _wait(self, pool: AsyncConnectionPool, helpers: list[asyncio.Task]) -> None:
-        """Until new work is notified, an attempt ends, or the next retry is due; ended attempts are
-        coalesced for a moment so that a busy worker claims in batches, not once per response."""
-        waiters = [asyncio.create_task(self.new_work.wait()), asyncio.create_task(self.slot_freed.wait())]
-        await asyncio.wait([*waiters, *helpers], timeout=await self._idle_seconds(pool),
-                           return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waiters:
-            waiter.cancel()
+    async def _wait(self, helpers: list[asyncio.Task], seconds: float) -> None:
+        """Until new work is notified, an attempt ends that frees a useful slot, or the next pending
+        delivery is due (at most MAX_WAIT_SECONDS: a poll finds the expired leases of a dead worker). A
+        freed slot is coalesced for a moment with the others ending, so that a busy worker claims in
+        batches, not once per response."""
+        try:
+            async with asyncio.timeout(min(MAX_WAIT_SECONDS, max(0.005, seconds))):
+                await self.wake.wait()
+        except TimeoutError:
+            return
         for helper in helpers:
             if helper.done():
                 helper.result()  # a helper died (its connection broke): restart everything
-        if self.slot_freed.is_set() and not self.new_work.is_set():
-            await asyncio.sleep(CLAIM_COALESCE_SECONDS)
+        if not self.notified:  # only freed slots: wait for more of them, or for new deliveries
+            try:
+                async with asyncio.timeout(CLAIM_COALESCE_SECONDS):
+                    while not self.notified:
+                        self.wake.clear()
+                        await self.wake.wait()
+            except TimeoutError:
+                pass
+
+    def _notify(self) -> None:
+        self.notified = True
+        self.wake.set()
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
             await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.new_work.set()  # anything notified before we listened is found by the next claim
+            self._notify()  # anything notified before we listened is found by the next claim
             async for _ in conn.notifies():
-                self.new_work.set()
+                self._notify()
 
-    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> list[Claimed]:
+    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float]:
+        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet."""
         s = self.settings
         lease = s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         async with pool.connection() as conn:
@@ -307,35 +341,46 @@ class Dispatcher:
                 "per_endpoint": s.webhook_endpoint_concurrency, "failure_limit": FAILURE_LIMIT, "limit": limit,
                 "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}), "lease": lease,
             })).fetchall()
-        return [Claimed(*row) for row in rows]
-
-    async def _idle_seconds(self, pool: AsyncConnectionPool) -> float:
-        async with pool.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now()) FROM webhook_deliveries "
-                "WHERE status = 'pending'")).fetchone()
-        if row[0] is None:
-            return MAX_WAIT_SECONDS
-        return min(MAX_WAIT_SECONDS, max(0.005, float(row[0])))
+        wait = rows[0][0]
+        return ([Claimed(*row[1:]) for row in rows if row[1] is not None],
+                MAX_WAIT_SECONDS if wait is None else float(wait))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
-        """Stops the pending deliveries of inactive subscriptions, and disables subscriptions that reached
-        the failure limit but whose disabling was not recorded (a worker died in between)."""
-        if time.monotonic() - self.swept_at < SWEEP_EVERY_SECONDS:
-            return
-        self.swept_at = time.monotonic()
-        await self.clients.close_idle(self.in_flight)
-        async with pool.connection() as conn:
-            await conn.execute(STOP, (FAILURE_LIMIT,))
-            overdue = await (await conn.execute(
-                "SELECT org_id, id FROM rm_webhook_subscriptions WHERE active AND consecutive_failures >= %s",
-                (FAILURE_LIMIT,))).fetchall()
-        for org_id, subscription_id in overdue:
-            await self._disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
+        """Every SWEEP_EVERY_SECONDS, off the claiming path: stops the pending deliveries of inactive
+        subscriptions, queues the disabling of subscriptions that reached the failure limit but whose
+        disabling was not recorded (a worker died in between), and closes idle connections."""
+        while True:
+            self.client.close_idle()
+            async with pool.connection() as conn:
+                await conn.execute(STOP, (FAILURE_LIMIT,))
+                overdue = await (await conn.execute(
+                    "SELECT org_id, id FROM rm_webhook_subscriptions WHERE active AND consecutive_failures >= %s",
+                    (FAILURE_LIMIT,))).fetchall()
+            for org_id, subscription_id in overdue:
+                self._queue_disable(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row")
+            await asyncio.sleep(SWEEP_EVERY_SECONDS)
+
+    def _queue_disable(self, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> None:
+        if subscription_id not in self.disabling:
+            self.disabling[subscription_id] = (org_id, reason)
+            self.disable_wake.set()
+
+    async def _disable_queued(self) -> None:
+        """Appends the WebhookDisabled events one at a time, so that many endpoints failing at once hold
+        up neither the claims nor the recording of attempts."""
+        while True:
+            while not self.disabling:
+                self.disable_wake.clear()
+                await self.disable_wake.wait()
+            subscription_id, (org_id, reason) = next(iter(self.disabling.items()))
+            try:
+                await self._disable(org_id, subscription_id, reason)
+            finally:
+                del self.disabling[subscription_id]
 
     def _start(self, row: Claimed) -> None:
         self.in_flight[row.subscription_id] += 1
-        task = asyncio.create_task(self._deliver(self.clients.get(row.subscription_id), row))
+        task = asyncio.create_task(self._deliver(row))
         self.tasks.add(task)
 
         def done(finished: asyncio.Task) -> None:
@@ -343,14 +388,15 @@ class Dispatcher:
             self.in_flight[row.subscription_id] -= 1
             if not self.in_flight[row.subscription_id]:
                 del self.in_flight[row.subscription_id]
-            self.slot_freed.set()
+            if self.full or row.subscription_id in self.capped:
+                self.wake.set()
 
         task.add_done_callback(done)
 
-    async def _deliver(self, client: httpx.AsyncClient, row: Claimed) -> None:
-        self.outcomes.put_nowait((row, await self.attempt(client, row)))
+    async def _deliver(self, row: Claimed) -> None:
+        self.outcomes.put_nowait((row, await self.attempt(row)))
 
-    async def attempt(self, client: httpx.AsyncClient, row: Claimed) -> Outcome:
+    async def attempt(self, row: Claimed) -> Outcome:
         s = self.settings
         started = time.monotonic()
 
@@ -359,52 +405,57 @@ class Dispatcher:
                            **fields)
 
         try:
-            target = parse_target(row.url, allow_private=s.webhook_allow_private)
+            target = cached_target(row.url, s.webhook_allow_private)
             address = await resolve(target, allow_private=s.webhook_allow_private)
-            host = f"[{address}]" if ":" in address else address
-            default_port = 443 if target.scheme == "https" else 80
-            named = f"[{target.host}]" if ":" in target.host else target.host
-            timestamp = int(time.time())
-            headers = {
-                "Host": named if target.port == default_port else f"{named}:{target.port}",
-                "Content-Type": "application/json",
-                "X-Service-Event": row.event,
-                "X-Service-Signature": sign(row.secret, timestamp, row.body),
-                "X-Service-Delivery": str(row.delivery_id),
-                "X-Service-Position": str(row.position),
-            }
+            request = request_bytes(request_head(target), row, int(time.time()))
             # Connect to the address just checked; TLS still verifies the certificate for the URL's host.
-            extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-            async with asyncio.timeout(s.webhook_timeout_seconds), client.stream(
-                    "POST", f"{target.scheme}://{host}:{target.port}{target.path}", content=row.body,
-                    headers=headers, extensions=extensions) as response:
-                kept = b""  # only the start of the answer: an endpoint cannot make us hold a large body
-                async for chunk in response.aiter_bytes():
-                    kept += chunk
-                    if len(kept) >= RESPONSE_BODY_LIMIT:
-                        break
-            return ended(**outcome_of_response(response, kept[:RESPONSE_BODY_LIMIT].decode(errors="replace")))
+            async with asyncio.timeout(s.webhook_timeout_seconds):
+                response = await self.client.post(Origin(target.scheme, address, target.port, target.host), request,
+                                                  limit=RESPONSE_BODY_LIMIT)
+            return ended(**outcome_of_response(response.status, response.headers.get("retry-after"),
+                                               response.body.decode(errors="replace")))
         except RefusedTarget as exc:
             return ended(succeeded=False, retryable=True, error=f"refused: {exc}")
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             return ended(succeeded=False, retryable=True, error=f"timed out after {s.webhook_timeout_seconds:g} s")
-        except httpx.HTTPError as exc:
+        except HTTPError as exc:
             return ended(succeeded=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:RESPONSE_BODY_LIMIT])
+        except Exception as exc:  # a fault of ours: logged, and the attempt counts as failed (retried)
+            log.exception("webhook attempt %s failed unexpectedly", row.delivery_id)
+            return ended(succeeded=False, retryable=True, error=f"internal error: {type(exc).__name__}")
 
     async def _record_batches(self, pool: AsyncConnectionPool) -> None:
-        """Records ended attempts in batches: one transaction for everything that ended meanwhile."""
+        """Records ended attempts in batches: one statement for everything that ended meanwhile. The first
+        outcome waits a moment for others (a burst of deliveries ends within milliseconds), so that a
+        busy worker writes a few large batches rather than many small ones."""
         while True:
-            batch = [await self.outcomes.get()]
-            while not self.outcomes.empty() and len(batch) < RECORD_BATCH:
-                batch.append(self.outcomes.get_nowait())
+            self.recording = [await self.outcomes.get()]
+            await asyncio.sleep(RECORD_COALESCE_SECONDS)
+            while not self.outcomes.empty() and len(self.recording) < RECORD_BATCH:
+                self.recording.append(self.outcomes.get_nowait())
+            # A stop does not interrupt a write half-way (it would not know whether the write happened):
+            # it waits for the write, and `_record_ended` then writes only what is left.
+            write = asyncio.ensure_future(self._record(pool, self.recording))
             try:
-                await self._record(pool, batch)
+                to_disable = await asyncio.shield(write)
+            except asyncio.CancelledError:
+                await asyncio.wait([write])
+                if not write.cancelled() and write.exception() is None:
+                    self.recording = []
+                raise
             except Exception:
                 log.exception("could not record %d webhook attempts; their leases expire and they are retried",
-                              len(batch))
+                              len(self.recording))
                 raise
+            if any(o.retryable and not o.succeeded for _, o in self.recording):
+                self._notify()  # a retry is scheduled: the dispatcher learns when it is due
+            self.recording = []
+            for org_id, subscription_id, reason in to_disable:
+                self._queue_disable(org_id, subscription_id, reason)
 
-    async def _record(self, pool: AsyncConnectionPool, batch: list[tuple[Claimed, Outcome]]) -> None:
+    async def _record(self, pool: AsyncConnectionPool,
+                      batch: list[tuple[Claimed, Outcome]]) -> list[tuple[uuid.UUID, uuid.UUID, str]]:
+        """Writes the batch; returns the subscriptions that reached the failure limit (org, id, reason)."""
         s = self.settings
         failures: dict[uuid.UUID, list] = {}  # subscription -> [reset, failed since, last error]
         for row, outcome in batch:
@@ -414,23 +465,20 @@ class Dispatcher:
             else:
                 counted[1] += 1
                 counted[2] = outcome.error
-        async with pool.connection() as conn, conn.transaction():
-            next_retries = dict(await (await conn.execute(RECORD, {
+        async with pool.connection() as conn:
+            counts = await (await conn.execute(RECORD, {
                 "ids": [row.delivery_id for row, _ in batch],
                 "succeeded": [o.succeeded for _, o in batch], "retryable": [o.retryable for _, o in batch],
                 "delays": [retry_delay(s, row.attempts + 1, o.retry_after) for row, o in batch],
-                "window": s.webhook_retry_window_seconds})).fetchall())
-            await conn.execute(RECORD_ATTEMPTS, (
-                [row.delivery_id for row, _ in batch], [o.at for _, o in batch],
-                [o.response_status for _, o in batch], [o.latency_ms for _, o in batch],
-                [o.error for _, o in batch], [o.response_body for _, o in batch],
-                [next_retries.get(row.delivery_id) for row, _ in batch]))
-            counts = await (await conn.execute(COUNT_FAILURES, (
-                list(failures), [c[0] for c in failures.values()], [c[1] for c in failures.values()]))).fetchall()
-        for subscription_id, org_id, consecutive, active in counts:
-            if active and consecutive >= FAILURE_LIMIT:
-                await self._disable(org_id, subscription_id,
-                                    f"{FAILURE_LIMIT} failed deliveries in a row; the last: {failures[subscription_id][2]}")
+                "at": [o.at for _, o in batch], "status": [o.response_status for _, o in batch],
+                "latency": [o.latency_ms for _, o in batch], "error": [o.error for _, o in batch],
+                "body": [o.response_body for _, o in batch], "window": s.webhook_retry_window_seconds,
+                "subscriptions": list(failures), "reset": [c[0] for c in failures.values()],
+                "failed": [c[1] for c in failures.values()]})).fetchall()
+        return [(org_id, subscription_id, f"{FAILURE_LIMIT} failed deliveries in a row; the last: "
+                 f"{failures[subscription_id][2]}")
+                for subscription_id, org_id, consecutive, active in counts
+                if active and consecutive >= FAILURE_LIMIT]
 
     async def _disable(self, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> None:
         position = await asyncio.to_thread(disable_after_failures, self.store, org_id, subscription_id, reason)

@@ -9,6 +9,8 @@ log, and a replay finds its deliveries already there (one per subscription and p
 
 from __future__ import annotations
 
+import uuid
+
 import psycopg
 
 from delivery.payloads import webhook_event
@@ -46,10 +48,29 @@ CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delive
 """)
 
 
+INSERT_DELIVERIES = """
+INSERT INTO webhook_deliveries (id, subscription_id, org_id, position, event, body, status, next_attempt_at,
+                                created_at, retry_since, updated_at)
+SELECT d.id, d.subscription_id, %s, %s, %s, %s, 'pending', now(), now(), now(), now()
+FROM unnest(%s::uuid[], %s::uuid[]) AS d(id, subscription_id)
+ON CONFLICT (subscription_id, position) DO NOTHING
+"""
+
+
 class WebhookProjection:
+    """Keeps the active subscriptions in memory, by website, for the per-event fan-out: loaded from the
+    table when first needed, dropped whenever this projection applies a subscription event (and whenever
+    its runner starts again, since another process may have applied events in between). A transaction
+    that rolls back is applied again by the runner, subscription events included, so a cache loaded
+    inside it is dropped again."""
+
     name = "webhooks"
 
+    def __init__(self) -> None:
+        self.subscribers: dict[uuid.UUID, list[tuple[uuid.UUID, list[str]]]] | None = None
+
     async def create(self, conn: psycopg.AsyncConnection) -> None:
+        self.subscribers = None  # the runner (re)starts: whatever happened meanwhile is read again
         # CREATE INDEX IF NOT EXISTS still locks its table, and these tables are written by the projection
         # and the dispatchers at once (a deadlock waiting to happen): DDL runs only for what is missing.
         for last_index, ddl in (SUBSCRIPTIONS_DDL, LOG_DDL):
@@ -57,10 +78,14 @@ class WebhookProjection:
                 await conn.execute(ddl)
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        self.subscribers = None
         await conn.execute("DROP TABLE IF EXISTS rm_webhook_subscriptions, rm_webhook_private_conversations")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
+        if isinstance(e, (ev.WebhookSubscribed, ev.WebhookUpdated, ev.WebhookDisabled, ev.WebhookEnabled,
+                          ev.WebhookDeleted)):
+            self.subscribers = None
         if isinstance(e, ev.WebhookSubscribed):
             await conn.execute(
                 "INSERT INTO rm_webhook_subscriptions (id, org_id, website_id, url, events, secret, created_at, "
@@ -97,16 +122,15 @@ class WebhookProjection:
         if delivered is None:
             return
         name, body = delivered
-        subscribers = await (await conn.execute(
-            "SELECT id FROM rm_webhook_subscriptions WHERE website_id = %s AND active "
-            "AND (events = '{}' OR %s = ANY(events)) ORDER BY id", (e.website_id, name))).fetchall()
+        if self.subscribers is None:
+            self.subscribers = {}
+            for website_id, subscription_id, events in await (await conn.execute(
+                    "SELECT website_id, id, events FROM rm_webhook_subscriptions WHERE active ORDER BY id")).fetchall():
+                self.subscribers.setdefault(website_id, []).append((subscription_id, events))
+        subscribers = [subscription_id for subscription_id, events in self.subscribers.get(e.website_id, ())
+                       if not events or name in events]
         if not subscribers:
             return
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO webhook_deliveries (id, subscription_id, org_id, position, event, body, status, "
-                "next_attempt_at, created_at, retry_since, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, 'pending', now(), now(), now(), now()) "
-                "ON CONFLICT (subscription_id, position) DO NOTHING",
-                [(new_id(), subscriber, e.org_id, recorded.position, name, body) for (subscriber,) in subscribers])
+        await conn.execute(INSERT_DELIVERIES, (e.org_id, recorded.position, name, body,
+                                               [new_id() for _ in subscribers], subscribers))
         await conn.execute("SELECT pg_notify(%s, '')", (WAKE_CHANNEL,))

@@ -33,6 +33,7 @@ class Receiver:
     def __init__(self, answer: Callable[[int], Answer] | None = None):
         self.answer = answer or (lambda n: Answer())
         self.requests: list[Received] = []
+        self.held = self.most_held = 0  # requests waiting on their `hold` now, and at most at once
         self.changed = threading.Condition()
         receiver = self
 
@@ -45,7 +46,12 @@ class Receiver:
                     receiver.changed.notify_all()
                 reply = receiver.answer(n)
                 if reply.hold is not None:
+                    with receiver.changed:
+                        receiver.held += 1
+                        receiver.most_held = max(receiver.most_held, receiver.held)
                     reply.hold.wait(60)
+                    with receiver.changed:
+                        receiver.held -= 1
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():

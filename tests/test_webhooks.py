@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from tests.conftest import basic, make_server, make_tenant, token
 from tests.receivers import Answer, Receiver
@@ -288,7 +289,12 @@ def test_deliveries_are_signed_and_carry_the_resource_as_the_api_returns_it(hc, 
         message = create_message(hc, site, conversation, "Hi there")
         received = receiver.wait_for(3)
     resources = {"customer.created": customer, "conversation.created": conversation, "message.created": message}
-    log = {d["_id"]: d for d in delivery_log(hc, site, sub["_id"])}
+
+    def all_recorded():  # the log is written once the answers are back, after the receiver has the requests
+        found = {d["_id"]: d for d in delivery_log(hc, site, sub["_id"])}
+        return found if len(found) == 3 and all(d["status"] == "succeeded" for d in found.values()) else None
+
+    log = eventually(all_recorded)
     positions = []
     for request in received:
         h = request.headers
@@ -347,6 +353,30 @@ def test_internal_notes_and_operator_only_conversations_are_never_delivered(hc, 
     assert json.loads(received[1].body)["data"]["_id"] == public["_id"]
     assert json.loads(received[2].body)["data"]["_id"] == marker["_id"]
     assert all(b"between operators" not in r.body and b"a note" not in r.body for r in receiver.requests)
+
+
+def test_subscription_changes_apply_from_the_next_event(hc, hooks, site):
+    """The outbox projection keeps the subscriptions in memory: every change must reach it at once."""
+    sid = subscribe(hc, site, "http://127.0.0.1:9/a", ["customer.created"])["_id"]
+
+    def recorded_after(change: dict | None) -> int:
+        """Applies the change, creates a customer, and counts the subscription's recorded deliveries."""
+        if change == {"delete": True}:
+            assert hc.delete(f"/api/webhooksubscriptions/{sid}", headers=site.operator).status_code == 200
+        elif change is not None:
+            assert hc.put(f"/api/webhooksubscriptions/{sid}", headers=site.operator, json=change).status_code == 200
+        response = hc.post("/api/customers", headers=site.operator, json={"websiteId": str(site.website_id)})
+        hooks.wait_projected(int(response.headers["Parley-Position"]), "webhooks")
+        with psycopg.connect(hooks.database_url) as conn:
+            return conn.execute("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = %s",
+                                (uuid.UUID(sid),)).fetchone()[0]
+
+    assert recorded_after(None) == 1
+    assert recorded_after({"events": ["message.created"]}) == 1
+    assert recorded_after({"events": []}) == 2
+    assert recorded_after({"active": False}) == 2
+    assert recorded_after({"active": True}) == 3
+    assert recorded_after({"delete": True}) == 3
 
 
 FAIL_THEN_OK = {
@@ -495,6 +525,36 @@ def test_a_slow_endpoint_never_delays_the_others(hc, site):
         assert len(slow.requests) <= 4  # PARLEY_WEBHOOK_ENDPOINT_CONCURRENCY's default
         release.set()
         slow.wait_for(12)
+
+
+def test_the_process_wide_limit_holds_and_its_freed_slots_are_used(infra, tmp_path):
+    """With two deliveries in flight per process, an endpoint that holds its answers never has more than
+    two open, and the others go out as soon as slots free."""
+    server = make_server(infra, tmp_path, **HOOK_ENV, PARLEY_WEBHOOK_CONCURRENCY="2").start()
+    release = threading.Event()
+    try:
+        tenant = make_tenant(server)
+        with Receiver(lambda n: Answer(200, hold=release)) as held, server.client() as client:
+            sid = subscribe(client, tenant, held.url)["_id"]
+            for _ in range(6):
+                create_customer(client, tenant)
+
+            def leased_and_due():  # the claimed (in flight) and the waiting deliveries
+                with psycopg.connect(server.database_url) as conn:
+                    return conn.execute(
+                        "SELECT count(*) FILTER (WHERE next_attempt_at > now()), "
+                        "count(*) FILTER (WHERE next_attempt_at <= now()) FROM webhook_deliveries "
+                        "WHERE subscription_id = %s AND status = 'pending'", (uuid.UUID(sid),)).fetchone()
+
+            eventually(lambda: leased_and_due() == (2, 4))  # the six are recorded, and two claimed
+            assert len(held.wait_for(2)) == 2 and held.most_held == 2
+            release.set()
+            received = held.wait_for(6)
+        assert held.most_held == 2
+        assert len({r.header("X-Service-Delivery") for r in received}) == 6
+    finally:
+        release.set()
+        server.stop()
 
 
 def test_delivery_log_pages_by_cursor(hc, site):

@@ -159,6 +159,43 @@ def test_rebuild_reproduces_the_index(infra, tmp_path):
         server.stop()
 
 
+def test_a_lost_embedded_index_is_rebuilt_from_the_store(infra, tmp_path):
+    import asyncio
+    import shutil
+
+    from parley.settings import Settings
+    from projections.runner import catch_up_if_idle
+    from projections.search import SearchProjection, close_indexes
+    from tests.conftest import make_server
+
+    server = make_server(infra, tmp_path).start()
+    try:
+        tenant = make_tenant(server)
+        with server.client() as http:
+            for title, category, content in ARTICLES:
+                create(http, tenant, title=title, category=category, content=content, published=True)
+            queries = ["forgot my password", "customs to Canada", "E-4012"]
+            before = {q: search(server, http, tenant.operator, query=q) for q in queries}
+    finally:
+        server.stop()
+    # The index folder is gone (deleted, or an earlier engine's) while the read model says indexed: what the
+    # workers do at start-up re-indexes everything from the event store.
+    shutil.rmtree(server.data_dir / "qdrant-edge")
+    store = server.store()
+    try:
+        assert asyncio.run(catch_up_if_idle(server.database_url, SearchProjection(Settings(data_dir=server.data_dir)),
+                                            store))
+    finally:
+        close_indexes()
+        store.close()
+    server.start()
+    try:
+        with server.client() as http:
+            assert {q: search(server, http, tenant.operator, query=q) for q in queries} == before
+    finally:
+        server.stop()
+
+
 def test_visitor_search_sees_only_its_websites_published_documents(server, http, tenant):
     from tests.visitors import start_session
 

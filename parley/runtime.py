@@ -138,7 +138,7 @@ class Runtime:
 
     @property
     def search_with_api(self) -> bool:
-        """Qdrant's local mode admits one process: the API's, which searches the index, also keeps it."""
+        """The embedded index (Qdrant Edge) admits one process: the API, which searches it, also keeps it."""
         return not self.settings.qdrant_url
 
     async def start_workers(self) -> None:

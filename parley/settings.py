@@ -46,8 +46,9 @@ class Settings(msgspec.Struct, kw_only=True):
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_DATABASE_URL": ("database_url", "PostgreSQL URL; unset starts the embedded PostgreSQL"),
     "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled); unset starts the embedded nats-server"),
-    "PARLEY_QDRANT_URL": ("qdrant_url", "Qdrant server URL; unset uses Qdrant local mode under the data directory, "
-                          "which only one process can open: the API process then also keeps the search index"),
+    "PARLEY_QDRANT_URL": ("qdrant_url", "Qdrant server URL; unset uses Qdrant Edge (the Qdrant engine in-process) "
+                          "under the data directory, which only one process can open: the API process then also "
+                          "keeps the search index"),
     "PARLEY_DATA_DIR": ("data_dir", "data directory for the embedded servers and local files (default ./.parley)"),
     "PARLEY_HOST": ("host", "address the API listens on (default 127.0.0.1)"),
     "PARLEY_PORT": ("port", "port the API listens on (default 8000; 0 picks a free one)"),

@@ -15,6 +15,7 @@ import asyncio
 import re
 import time
 import uuid
+from concurrent.futures import Future
 from typing import Literal, Mapping
 
 import msgspec
@@ -26,7 +27,7 @@ from commands.principal import Principal
 from parley.ids import parse_id
 from parley.settings import Settings
 from projections.documents import text_search_config
-from projections.search import SENTENCE_BREAK, Hit, collection_name, embedder_for, index_for, plain_text
+from projections.search import SENTENCE_BREAK, collection_name, embedder_for, index_for, plain_text
 
 Mode = Literal["hybrid", "vector", "lexical"]
 # Smaller than the customary 60: a 10-result list is judged by its top ranks (on the evaluation set,
@@ -81,17 +82,19 @@ async def _websites(conn: psycopg.AsyncConnection, principal: Principal, request
     return [row[0] for row in rows]
 
 
-async def _vector_ranking(settings: Settings, websites: list[uuid.UUID], locale: str,
-                          query: str) -> dict[uuid.UUID, int]:
-    """Documents in order of their best passage: document id -> best passage number."""
-    embedder, index = embedder_for(settings), index_for(settings)
+def _nearest(settings: Settings, query: str, locale: str, websites: Future) -> dict[uuid.UUID, int]:
+    """Documents in order of their best passage: document id -> best passage number.
 
-    def nearest() -> list[Hit]:  # one hop to a worker thread: the model and local Qdrant both block
-        vector = embedder.embed_query(query).tolist()
-        return [hit for website in websites for hit in index.query(collection_name(website, locale), vector, CANDIDATES)]
-
+    Runs in a worker thread: the model releases the GIL while it works, and a Qdrant server is a network
+    call. The websites to search arrive (from the event loop) while the model works."""
+    vector = embedder_for(settings).embed_query(query)
+    index = index_for(settings)
+    searched = websites.result()
+    hits = [hit for website in searched for hit in index.query(collection_name(website, locale), vector, CANDIDATES)]
+    if len(searched) > 1:  # merge the websites' rankings
+        hits.sort(key=lambda h: -h.score)
     best: dict[uuid.UUID, int] = {}
-    for hit in sorted(await asyncio.to_thread(nearest), key=lambda h: -h.score):
+    for hit in hits:
         best.setdefault(hit.document_id, hit.n)
     return best
 
@@ -116,23 +119,24 @@ async def _common_lexemes(conn: psycopg.AsyncConnection) -> frozenset[str]:
     return common
 
 
+# Any of the query's lexemes but the very common ones, quoted as tsquery text wants: one round trip.
+LEXICAL_SQL = r"""
+SELECT d.id FROM rm_documents d, (
+    SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS q
+    FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, unaccent(%(query)s)))) AS lexeme
+    WHERE lexeme <> ALL(%(common)s::text[])) AS terms
+WHERE d.org_id = %(org)s AND d.website_id = ANY(%(websites)s) AND d.locale = %(locale)s AND d.published
+AND d.lexemes @@ terms.q ORDER BY ts_rank(d.lexemes, terms.q, 1) DESC, d.id LIMIT %(limit)s
+"""
+
+
 async def _lexical_ranking(conn: psycopg.AsyncConnection, principal: Principal, websites: list[uuid.UUID],
                            locale: str, query: str) -> list[uuid.UUID]:
     """Documents containing any of the query's lexemes, by ts_rank; the very common lexemes are left out."""
-    rows = await (await conn.execute(
-        "SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector(%s::regconfig, unaccent(%s)))) AS lexeme",
-        (text_search_config(locale), query))).fetchall()
     common = await _common_lexemes(conn)
-    terms = [row[0] for row in rows if row[0] not in common]
-    if not terms:
-        return []
-    any_term = " | ".join("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
-    rows = await (await conn.execute(
-        "SELECT id FROM rm_documents, CAST(%(terms)s AS tsquery) AS q "
-        "WHERE org_id = %(org)s AND website_id = ANY(%(websites)s) AND locale = %(locale)s AND published "
-        "AND lexemes @@ q ORDER BY ts_rank(lexemes, q, 1) DESC, id LIMIT %(limit)s",
-        {"terms": any_term, "org": principal.org_id, "websites": websites, "locale": locale,
-         "limit": CANDIDATES})).fetchall()
+    rows = await (await conn.execute(LEXICAL_SQL, {
+        "config": text_search_config(locale), "query": query, "common": sorted(common), "org": principal.org_id,
+        "websites": websites, "locale": locale, "limit": CANDIDATES})).fetchall()
     return [row[0] for row in rows]
 
 
@@ -145,9 +149,9 @@ def fuse(*rankings: list[uuid.UUID]) -> list[tuple[uuid.UUID, float]]:
 
 
 def snippet(passage: str, query: str) -> str:
-    """The passage from its sentence sharing most words with the query, cut to a short excerpt."""
+    """The passage (plain text) from its sentence sharing most words with the query, cut to a short excerpt."""
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 2}
-    sentences = [s for s in SENTENCE_BREAK.split(plain_text(passage)) if s.strip()] or [""]
+    sentences = [s for s in SENTENCE_BREAK.split(passage) if s.strip()] or [""]
     start = max(range(len(sentences)),
                 key=lambda i: (len(words & {w.lower() for w in _WORD.findall(sentences[i])}), -i))
     text = " ".join(" ".join(sentences[start:]).split())
@@ -167,13 +171,20 @@ async def search_documents(conn: psycopg.AsyncConnection, settings: Settings, pr
         raise Invalid("limit must be an integer", "limit") from None
     if limit < 1:
         raise Invalid("limit must be at least 1", "limit")
-    websites = await _websites(conn, principal, params.get("websiteId"))
+    # One hop to a worker thread embeds the query and asks the index, while this connection finds the
+    # websites (handed over as soon as known) and PostgreSQL ranks the full-text matches.
+    known: Future = Future()
+    nearest = (asyncio.get_running_loop().run_in_executor(None, _nearest, settings, query, locale, known)
+               if mode != "lexical" else None)
+    websites: list[uuid.UUID] = []
+    try:
+        websites = await _websites(conn, principal, params.get("websiteId"))
+    finally:
+        known.set_result(websites)
     if not websites:
         return []
-    # The model works in a thread while PostgreSQL ranks the full-text matches.
-    vector_task = asyncio.create_task(_vector_ranking(settings, websites, locale, query)) if mode != "lexical" else None
     lexical = await _lexical_ranking(conn, principal, websites, locale, query) if mode != "vector" else []
-    vector = await vector_task if vector_task else {}
+    vector = await nearest if nearest else {}
     ranked = fuse(list(vector), lexical)
     return await _matches(conn, principal, websites, locale, query, ranked, vector, limit)
 
@@ -183,21 +194,22 @@ async def _matches(conn: psycopg.AsyncConnection, principal: Principal, websites
                    limit: int) -> list[Match]:
     """The visible documents among the ranked ones, each with a snippet of its best passage."""
     wanted = [document_id for document_id, _ in ranked[:limit * 2]]
-    documents = {row[0]: row for row in await (await conn.execute(
-        "SELECT id, website_id, title, locale, category, content FROM rm_documents WHERE id = ANY(%s) "
-        "AND org_id = %s AND website_id = ANY(%s) AND locale = %s AND published",
-        (wanted, principal.org_id, websites, locale))).fetchall()}
+    documents: dict[uuid.UUID, tuple] = {}
     passages: dict[uuid.UUID, dict[int, str]] = {}
-    for document_id, n, text in await (await conn.execute(
-            "SELECT document_id, n, text FROM search_passages WHERE document_id = ANY(%s)",
-            (list(documents),))).fetchall():
-        passages.setdefault(document_id, {})[n] = text
+    for row in await (await conn.execute(
+            "SELECT d.id, d.website_id, d.title, d.locale, d.category, CASE WHEN p.n IS NULL THEN d.content END, "
+            "p.n, p.text FROM rm_documents d LEFT JOIN search_passages p ON p.document_id = d.id "
+            "WHERE d.id = ANY(%s) AND d.org_id = %s AND d.website_id = ANY(%s) AND d.locale = %s AND d.published",
+            (wanted, principal.org_id, websites, locale))).fetchall():
+        documents[row[0]] = row
+        if row[6] is not None:
+            passages.setdefault(row[0], {})[row[6]] = row[7]
     matches = []
     for document_id, score in ranked:
         row = documents.get(document_id)
         if row is None:
             continue
-        texts = passages.get(document_id) or {0: row[5]}
+        texts = passages.get(document_id) or {0: plain_text(row[5])}  # passages are stored as plain text
         passage = texts.get(best_passage.get(document_id, -1)) or _most_overlapping(texts.values(), query)
         matches.append(Match(row[0], row[1], row[2], row[3], row[4], round(score, 6), snippet(passage, query)))
         if len(matches) == limit:

@@ -59,6 +59,17 @@ def test_search_ranks_the_right_article_first(server, http, tenant, help_center)
     assert scores == sorted(scores, reverse=True)
 
 
+def test_queries_with_quotes_backslashes_and_paths_are_matched_literally(server, http, tenant):
+    doc = create(http, tenant, title="Cache lock", published=True,
+                 content="O'Brien's desktop app reports E-7731 when C:\\ParleyData\\cache.db is locked by another "
+                         "program; close it and retry.")
+    for query in ["E-7731", "O'Brien's app says E-7731", "C:\\ParleyData\\cache.db locked", "it's 'quoted' \\ ''"]:
+        matches = search(server, http, tenant.operator, query=query)
+        if query.startswith("it's"):
+            continue  # nothing in particular to find: answering at all is the point
+        assert matches and matches[0]["_id"] == doc["_id"], (query, matches)
+
+
 def test_long_documents_rank_by_their_best_passage(server, http, tenant):
     filler = "\n\n".join(f"Section {i}. Our office plants are watered on Tuesdays and the kitchen is cleaned "
                          f"on Fridays by the facilities team, who also order the coffee." for i in range(40))
@@ -141,7 +152,7 @@ def test_rebuild_reproduces_the_index(infra, tmp_path):
             queries = ["forgot my password", "customs to Canada", "E-4012", "broken order refund"]
             before = {q: search(server, http, tenant.operator, query=q) for q in queries}
             listed = http.get("/api/documents", headers=tenant.operator).json()
-            busy = rebuild(server, "search")  # Qdrant's local storage is the running server's
+            busy = rebuild(server, "search")  # the embedded index is the running server's
             assert busy.returncode != 0 and "PARLEY_QDRANT_URL" in busy.stderr
             assert {q: search(server, http, tenant.operator, query=q) for q in queries} == before
     finally:
@@ -155,6 +166,43 @@ def test_rebuild_reproduces_the_index(infra, tmp_path):
         with server.client() as http:
             assert {q: search(server, http, tenant.operator, query=q) for q in queries} == before
             assert http.get("/api/documents", headers=tenant.operator).json() == listed
+    finally:
+        server.stop()
+
+
+def test_a_lost_embedded_index_is_rebuilt_from_the_store(infra, tmp_path):
+    import asyncio
+    import shutil
+
+    from parley.settings import Settings
+    from projections.runner import catch_up_if_idle
+    from projections.search import SearchProjection, close_indexes
+    from tests.conftest import make_server
+
+    server = make_server(infra, tmp_path).start()
+    try:
+        tenant = make_tenant(server)
+        with server.client() as http:
+            for title, category, content in ARTICLES:
+                create(http, tenant, title=title, category=category, content=content, published=True)
+            queries = ["forgot my password", "customs to Canada", "E-4012"]
+            before = {q: search(server, http, tenant.operator, query=q) for q in queries}
+    finally:
+        server.stop()
+    # The index folder is gone (deleted, or an earlier engine's) while the read model says indexed: what the
+    # workers do at start-up re-indexes everything from the event store.
+    shutil.rmtree(server.data_dir / "qdrant-edge")
+    store = server.store()
+    try:
+        assert asyncio.run(catch_up_if_idle(server.database_url, SearchProjection(Settings(data_dir=server.data_dir)),
+                                            store))
+    finally:
+        close_indexes()
+        store.close()
+    server.start()
+    try:
+        with server.client() as http:
+            assert {q: search(server, http, tenant.operator, query=q) for q in queries} == before
     finally:
         server.stop()
 

@@ -96,6 +96,18 @@ def test_embed_query_matches_batch(embedder):
     np.testing.assert_allclose(query, embedder.embed(SENTENCES)[1], atol=1e-5)
 
 
+def test_query_session_is_the_same_model(embedder):
+    # embed_query runs a session of its own: same numbers as the numpy reference and as the batch path,
+    # for a one-token text, accents and emoji, and a text past 256 tokens (truncated the same way).
+    np.testing.assert_allclose(embedder.embed_query(SENTENCES[0]), reference_embedding(SENTENCES[0]), atol=1e-5)
+    long_text = " ".join(f"parcel {i}" for i in range(300))
+    for text in ("Hi", "Ünïcödé café, déjà vu 🙂", long_text):
+        query = embedder.embed_query(text)
+        assert query.dtype == np.float32
+        np.testing.assert_allclose(query, embedder.embed([text])[0], atol=1e-5)
+    assert not np.allclose(embedder.embed_query(long_text), embedder.embed_query(long_text[:200]), atol=1e-3)
+
+
 def test_empty_batch(embedder):
     assert embedder.embed([]).shape == (0, 384)
 

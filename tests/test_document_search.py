@@ -140,17 +140,23 @@ def rebuild(server, name: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def index_articles(server, queries: list[str]):
+    """A new tenant with ARTICLES published on `server`, and what each query finds."""
+    tenant = make_tenant(server)
+    with server.client() as http:
+        for title, category, content in ARTICLES:
+            create(http, tenant, title=title, category=category, content=content, published=True)
+        return tenant, {q: search(server, http, tenant.operator, query=q) for q in queries}
+
+
 def test_rebuild_reproduces_the_index(infra, tmp_path):
     from tests.conftest import make_server
 
     server = make_server(infra, tmp_path).start()
     try:
-        tenant = make_tenant(server)
+        queries = ["forgot my password", "customs to Canada", "E-4012", "broken order refund"]
+        tenant, before = index_articles(server, queries)
         with server.client() as http:
-            for title, category, content in ARTICLES:
-                create(http, tenant, title=title, category=category, content=content, published=True)
-            queries = ["forgot my password", "customs to Canada", "E-4012", "broken order refund"]
-            before = {q: search(server, http, tenant.operator, query=q) for q in queries}
             listed = http.get("/api/documents", headers=tenant.operator).json()
             busy = rebuild(server, "search")  # the embedded index is the running server's
             assert busy.returncode != 0 and "PARLEY_QDRANT_URL" in busy.stderr
@@ -181,12 +187,8 @@ def test_a_lost_embedded_index_is_rebuilt_from_the_store(infra, tmp_path):
 
     server = make_server(infra, tmp_path).start()
     try:
-        tenant = make_tenant(server)
-        with server.client() as http:
-            for title, category, content in ARTICLES:
-                create(http, tenant, title=title, category=category, content=content, published=True)
-            queries = ["forgot my password", "customs to Canada", "E-4012"]
-            before = {q: search(server, http, tenant.operator, query=q) for q in queries}
+        queries = ["forgot my password", "customs to Canada", "E-4012"]
+        tenant, before = index_articles(server, queries)
     finally:
         server.stop()
     # The index folder is gone (deleted, or an earlier engine's) while the read model says indexed: what the

@@ -93,4 +93,11 @@ def load_settings(**overrides: object) -> Settings:
         if raw is not None and raw != "":
             values[name] = raw
     values.update({k: v for k, v in overrides.items() if v is not None})
-    return msgspec.convert(values, Settings, strict=False)
+    return msgspec.convert(values, Settings, strict=False, dec_hook=_from_text)
+
+
+def _from_text(kind: type, value: object) -> object:
+    """What msgspec does not convert by itself: a path named in a variable."""
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError(f"no conversion to {kind}")

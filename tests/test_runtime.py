@@ -22,7 +22,7 @@ from commands.streams import now
 from events import types as ev
 from events.store import Pending
 from parley.ids import new_id
-from parley.settings import ENVIRONMENT
+from parley.settings import ENVIRONMENT, load_settings
 from projections.core import TABLES
 from tests.conftest import Server, basic, make_server, make_tenant, token
 
@@ -296,3 +296,15 @@ def test_admin_bad_input_exits_non_zero(server, argv):
 def test_readme_documents_every_setting():
     readme = (ROOT / "README.md").read_text()
     assert [name for name in ENVIRONMENT if f"`{name}`" not in readme] == []
+
+
+def test_every_setting_is_read_from_its_variable(monkeypatch):
+    samples = {"data_dir": "/srv/parley", "port": "0", "workers_process": "0", "embedded_fsync": "0",
+               "read_wait_seconds": "1.5", "rate_operator_per_minute": "5"}
+    for variable, (name, _) in ENVIRONMENT.items():
+        monkeypatch.setenv(variable, samples.get(name, "7" if name.endswith(("_minute", "_seconds", "_concurrency",
+                                                                               "_bytes", "_size")) else "x"))
+    monkeypatch.setenv("PARLEY_WEBHOOK_ALLOW_PRIVATE", "1")
+    settings = load_settings()
+    assert settings.data_dir == Path("/srv/parley") and settings.port == 0 and settings.workers_process is False
+    assert settings.read_wait_seconds == 1.5 and settings.rate_operator_per_minute == 5

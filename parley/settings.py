@@ -98,6 +98,6 @@ def load_settings(**overrides: object) -> Settings:
 
 def _from_text(kind: type, value: object) -> object:
     """What msgspec does not convert by itself: a path named in a variable."""
-    if kind is Path and isinstance(value, str):
+    if kind is Path and isinstance(value, (str, Path)):
         return Path(value)
     raise NotImplementedError(f"no conversion to {kind}")

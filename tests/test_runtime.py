@@ -308,3 +308,4 @@ def test_every_setting_is_read_from_its_variable(monkeypatch):
     settings = load_settings()
     assert settings.data_dir == Path("/srv/parley") and settings.port == 0 and settings.workers_process is False
     assert settings.read_wait_seconds == 1.5 and settings.rate_operator_per_minute == 5
+    assert load_settings(data_dir=Path("/elsewhere")).data_dir == Path("/elsewhere")

@@ -76,6 +76,8 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
     In pipeline mode: a handler's writes go out without waiting for each answer, so a batch costs a few
     round trips instead of a few per event; and one transaction serves every projection of the group."""
     names = [projection.name for projection in projections]
+    if not any(handles(projection, recorded) for projection in projections for recorded in batch):
+        return await skip_batch(conn, names, batch[-1].position)
     async with conn.pipeline(), conn.transaction():
         positions = dict(await (await conn.execute(
             "SELECT name, position FROM parley_projection_positions WHERE name = ANY(%s) ORDER BY name FOR UPDATE",
@@ -83,7 +85,7 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
         for projection in projections:
             fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
             if fresh:
-                await apply_events(conn, projection, fresh)
+                await apply_events(conn, projection, [recorded for recorded in fresh if handles(projection, recorded)])
                 positions[projection.name] = fresh[-1].position
         reached = [positions[name] for name in names]
         await conn.execute(
@@ -95,10 +97,30 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
     return positions
 
 
+def handles(projection: Projection, recorded: Recorded) -> bool:
+    """Whether the event can change the read model. A projection that changes on a few kinds of event
+    only lists them in `handles` (subclasses included); without it, every event counts."""
+    kinds = getattr(projection, "handles", None)
+    return kinds is None or isinstance(recorded.event, kinds)
+
+
+async def skip_batch(conn: psycopg.AsyncConnection, names: list[str], position: int) -> dict[str, int]:
+    """Moves past a batch that changes none of the group's read models. A rebuild that ran meanwhile
+    may be ahead already: positions only move forward, which is right for events nobody applies."""
+    rows = await (await conn.execute(
+        "WITH moved AS (UPDATE parley_projection_positions AS p SET position = GREATEST(p.position, %s) "
+        "WHERE p.name = ANY(%s) RETURNING p.name, p.position) "
+        "SELECT name, position, pg_notify(%s, name || ':' || position) FROM moved",
+        (position, names, NOTIFY_CHANNEL))).fetchall()
+    return {name: position for name, position, _ in rows}
+
+
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:
     """A projection that gains from batching (the search index embeds many passages at once) defines
     `apply_all` and takes the batch whole."""
     apply_all = getattr(projection, "apply_all", None)
+    if not events:
+        return
     if apply_all is not None:
         await apply_all(conn, events)
         return

@@ -321,6 +321,7 @@ class ServerIndex:
 
 class SearchProjection:
     name = "search"
+    handles = (ev.DocumentState, ev.DocumentDeleted)
 
     def __init__(self, settings: Settings):
         self.settings = settings

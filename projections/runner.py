@@ -87,13 +87,11 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
             if fresh:
                 await apply_events(conn, projection, [recorded for recorded in fresh if handles(projection, recorded)])
                 positions[projection.name] = fresh[-1].position
-        reached = [positions[name] for name in names]
         await conn.execute(
-            "UPDATE parley_projection_positions AS p SET position = v.position "
-            "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position) WHERE p.name = v.name", (names, reached))
-        await conn.execute("SELECT pg_notify(%s, v.name || ':' || v.position) "
-                           "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position)",
-                           (NOTIFY_CHANNEL, names, reached))
+            "WITH moved AS (UPDATE parley_projection_positions AS p SET position = v.position "
+            "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position) WHERE p.name = v.name "
+            "RETURNING p.name, p.position) SELECT pg_notify(%s, name || ':' || position) FROM moved",
+            (names, [positions[name] for name in names], NOTIFY_CHANNEL))
     return positions
 
 

@@ -57,6 +57,10 @@ ON CONFLICT (subscription_id, position) DO NOTHING
 """
 
 
+# The events a webhook can be about: each names its website.
+WEBSITE_EVENTS = (ev.CustomerCreated, ev.ConversationCreated, ev.MessageCreated)
+
+
 class WebhookProjection:
     """Keeps the active subscriptions in memory, by website, for the per-event fan-out: loaded from the
     table when first needed, dropped whenever this projection applies a subscription event (and whenever
@@ -113,6 +117,12 @@ class WebhookProjection:
         if isinstance(e, ev.ConversationCreated) and e.operator_only:
             await conn.execute("INSERT INTO rm_webhook_private_conversations (id) VALUES (%s) ON CONFLICT DO NOTHING",
                                (e.conversation_id,))
+        if not isinstance(e, WEBSITE_EVENTS):
+            return
+        # Most websites have no subscription: they cost no query (a read would end the batch's pipeline).
+        candidates = (await self._subscriptions(conn)).get(e.website_id)
+        if not candidates:
+            return
         private = False
         if isinstance(e, ev.MessageCreated) and not e.internal:
             private = await (await conn.execute(
@@ -122,15 +132,18 @@ class WebhookProjection:
         if delivered is None:
             return
         name, body = delivered
-        if self.subscribers is None:
-            self.subscribers = {}
-            for website_id, subscription_id, events in await (await conn.execute(
-                    "SELECT website_id, id, events FROM rm_webhook_subscriptions WHERE active ORDER BY id")).fetchall():
-                self.subscribers.setdefault(website_id, []).append((subscription_id, events))
-        subscribers = [subscription_id for subscription_id, events in self.subscribers.get(e.website_id, ())
-                       if not events or name in events]
+        subscribers = [subscription_id for subscription_id, events in candidates if not events or name in events]
         if not subscribers:
             return
         await conn.execute(INSERT_DELIVERIES, (e.org_id, recorded.position, name, body,
                                                [new_id() for _ in subscribers], subscribers))
         await conn.execute("SELECT pg_notify(%s, '')", (WAKE_CHANNEL,))
+
+    async def _subscriptions(self, conn: psycopg.AsyncConnection) -> dict[uuid.UUID, list[tuple[uuid.UUID, list[str]]]]:
+        """The active subscriptions by website: (id, event names, empty for all)."""
+        if self.subscribers is None:
+            self.subscribers = {}
+            for website_id, subscription_id, events in await (await conn.execute(
+                    "SELECT website_id, id, events FROM rm_webhook_subscriptions WHERE active ORDER BY id")).fetchall():
+                self.subscribers.setdefault(website_id, []).append((subscription_id, events))
+        return self.subscribers

@@ -30,6 +30,9 @@ POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS parley_projection_positions (name text PRIMARY KEY, position bigint NOT NULL)"
 )
 NOTIFY_CHANNEL = "parley_projection"
+# After the CTE `moved` (name, position) of a group's new positions: one notice on NOTIFY_CHANNEL (the
+# statement's next parameter) for them all, "name:position,name:position", so a listener wakes once a batch.
+NOTICE = (", notice AS (SELECT pg_notify(%s, string_agg(name || ':' || position, ',')) FROM moved)")
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
 
@@ -90,7 +93,7 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
         await conn.execute(
             "WITH moved AS (UPDATE parley_projection_positions AS p SET position = v.position "
             "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position) WHERE p.name = v.name "
-            "RETURNING p.name, p.position) SELECT pg_notify(%s, name || ':' || position) FROM moved",
+            f"RETURNING p.name, p.position) {NOTICE} SELECT 1 FROM notice",
             (names, [positions[name] for name in names], NOTIFY_CHANNEL))
     return positions
 
@@ -107,10 +110,9 @@ async def skip_batch(conn: psycopg.AsyncConnection, names: list[str], position: 
     may be ahead already: positions only move forward, which is right for events nobody applies."""
     rows = await (await conn.execute(
         "WITH moved AS (UPDATE parley_projection_positions AS p SET position = GREATEST(p.position, %s) "
-        "WHERE p.name = ANY(%s) RETURNING p.name, p.position) "
-        "SELECT name, position, pg_notify(%s, name || ':' || position) FROM moved",
+        f"WHERE p.name = ANY(%s) RETURNING p.name, p.position) {NOTICE} SELECT name, position FROM moved, notice",
         (position, names, NOTIFY_CHANNEL))).fetchall()
-    return {name: position for name, position, _ in rows}
+    return dict(rows)
 
 
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:

@@ -37,21 +37,25 @@ class PositionWatch:
                 async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(POSITIONS_DDL)
-                    for name, position in await (await conn.execute(
-                            "SELECT name, position FROM parley_projection_positions")).fetchall():
-                        await self._advance(name, position)
+                    await self._advance(await (await conn.execute(
+                        "SELECT name, position FROM parley_projection_positions")).fetchall())
                     async for notify in conn.notifies():
-                        name, _, position = notify.payload.rpartition(":")
-                        await self._advance(name, int(position))
+                        # "name:position,name:position": a group's batch, or one rebuilt read model
+                        await self._advance([(name, int(position)) for name, _, position in (
+                            pair.rpartition(":") for pair in notify.payload.split(","))])
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("position watch lost its connection; reconnecting")
                 await asyncio.sleep(0.5)
 
-    async def _advance(self, name: str, position: int) -> None:
-        if position != self.positions.get(name):
-            self.positions[name] = position  # a rebuild may move it back to zero, then forward again
+    async def _advance(self, reached: list[tuple[str, int]]) -> None:
+        changed = False
+        for name, position in reached:
+            if position != self.positions.get(name):
+                self.positions[name] = position  # a rebuild may move it back to zero, then forward again
+                changed = True
+        if changed:
             async with self._changed:
                 self._changed.notify_all()
 

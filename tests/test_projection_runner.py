@@ -18,21 +18,21 @@ from projections.runner import NOTIFY_CHANNEL, apply_batch, connect, ensure_tabl
 class MessagesSeen:
     """A read model of message ids; it changes on `MessageCreated` only."""
 
-    name = "test_messages_seen"
     handles = (ev.MessageCreated,)
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "test_messages_seen") -> None:
+        self.name = name
         self.applied: list[int] = []
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("CREATE TABLE IF NOT EXISTS test_messages_seen (position bigint PRIMARY KEY)")
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {self.name} (position bigint PRIMARY KEY)")
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS test_messages_seen")
+        await conn.execute(f"DROP TABLE IF EXISTS {self.name}")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         self.applied.append(recorded.position)
-        await conn.execute("INSERT INTO test_messages_seen VALUES (%s)", (recorded.position,))
+        await conn.execute(f"INSERT INTO {self.name} VALUES (%s)", (recorded.position,))
 
 
 def message(position: int, org_id: uuid.UUID) -> Recorded:
@@ -44,6 +44,27 @@ def message(position: int, org_id: uuid.UUID) -> Recorded:
 def session(position: int, org_id: uuid.UUID) -> Recorded:
     return Recorded(position, new_id(), 1, ev.ChatSessionStarted(
         org_id=org_id, at=now(), session_id=new_id(), website_id=new_id(), customer_id=new_id(), token_hash="x"))
+
+
+def test_a_group_batch_is_one_notice_for_every_member(infra):
+    database_url = infra.new_database()
+    org_id = new_id()
+
+    async def scenario() -> None:
+        group = [MessagesSeen("test_seen_a"), MessagesSeen("test_seen_b")]
+        async with await connect(database_url) as conn, await psycopg.AsyncConnection.connect(
+                database_url, autocommit=True) as listener:
+            for projection in group:
+                await ensure_tables(conn, projection)
+            await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            assert await apply_batch(conn, group, [message(1, org_id)]) == {"test_seen_a": 1, "test_seen_b": 1}
+            assert await apply_batch(conn, group, [session(2, org_id)]) == {"test_seen_a": 2, "test_seen_b": 2}
+            notices = [n.payload async for n in listener.notifies(timeout=2, stop_after=2)]
+            assert [sorted(notice.split(",")) for notice in notices] == [
+                ["test_seen_a:1", "test_seen_b:1"], ["test_seen_a:2", "test_seen_b:2"]]
+            assert [projection.applied for projection in group] == [[1], [1]]
+
+    asyncio.run(scenario())
 
 
 def test_a_batch_nobody_handles_moves_the_positions_and_tells_readers(infra):

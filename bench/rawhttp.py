@@ -7,8 +7,11 @@ millisecond per request, a fair share of a core at the rates the benchmarks run.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import msgspec
+
+IDLE_SECONDS = 2.0  # a connection idle longer is not reused: the server closes idle ones (uvicorn: 5 s)
 
 
 class RawClient:
@@ -16,7 +19,7 @@ class RawClient:
         host, port = base_url.removeprefix("http://").rstrip("/").split(":")
         self.host, self.port = host, int(port)
         self.headers = headers or {}
-        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
 
     async def request(self, method: str, path: str, body: object = None,
                       headers: dict[str, str] | None = None) -> tuple[int, bytes]:
@@ -25,7 +28,7 @@ class RawClient:
         if body is not None:
             head.append("Content-Type: application/json")
         head += [f"{name}: {value}" for name, value in {**self.headers, **(headers or {})}.items()]
-        reader, writer = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
+        reader, writer = await self._connection()
         try:
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
             status_and_headers = await reader.readuntil(b"\r\n\r\n")
@@ -39,8 +42,16 @@ class RawClient:
         except BaseException:
             writer.close()
             raise
-        self.idle.append((reader, writer))
+        self.idle.append((reader, writer, time.monotonic()))
         return status, answer
+
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        while self.idle:
+            reader, writer, since = self.idle.pop()
+            if time.monotonic() - since < IDLE_SECONDS:
+                return reader, writer
+            writer.close()
+        return await asyncio.open_connection(self.host, self.port)
 
     async def post(self, path: str, body: object, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         return await self.request("POST", path, body, headers)
@@ -49,6 +60,6 @@ class RawClient:
         return await self.request("GET", path, None, headers)
 
     def close(self) -> None:
-        for _, writer in self.idle:
+        for _, writer, _ in self.idle:
             writer.close()
         self.idle.clear()

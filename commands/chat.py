@@ -20,7 +20,7 @@ from commands.customers import Field
 from commands.errors import Invalid, NotFound, Unauthorized
 from commands.messages import MAX_CONTENT, append_message
 from commands.principal import Principal
-from commands.streams import Entity, load, name_stream, now
+from commands.streams import Entity, load, load_async, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
 from parley.ids import new_id, parse_id
@@ -133,10 +133,8 @@ def _append_session(store: EventStore, website: ev.WebsiteCreated, binding: tupl
     return Session(token, customer_id, store.append(*pending))
 
 
-def load_visitor_conversation(store: EventStore, principal: Principal,
-                              conversation_id: uuid.UUID | None) -> Entity[ev.ConversationCreated]:
+def own_conversation(principal: Principal, conversation: Entity[ev.ConversationCreated]) -> Entity[ev.ConversationCreated]:
     """The visitor's own conversation; another visitor's or an operator-only one is 404."""
-    conversation = load(store, conversation_id, ev.ConversationCreated, principal.org_id, "conversation")
     if conversation.created.customer_id != principal.customer_id or conversation.created.operator_only:
         raise NotFound("conversation not found")
     return conversation
@@ -150,10 +148,11 @@ def start_conversation(store: EventStore, principal: Principal) -> Created:
     return Created(conversation_id, position)
 
 
-def post_message(store: EventStore, principal: Principal, body: VisitorMessage) -> Created:
-    conversation = load_visitor_conversation(store, principal, parse_id(body.conversation_id))
-    return append_message(store, principal, conversation.created, content=body.content, sender="customer",
-                          reply_to=body.reply_to_message_id)
+async def post_message(store: EventStore, principal: Principal, body: VisitorMessage) -> Created:
+    conversation = own_conversation(principal, await load_async(
+        store, parse_id(body.conversation_id), ev.ConversationCreated, principal.org_id, "conversation"))
+    return await append_message(store, principal, conversation.created, content=body.content, sender="customer",
+                                reply_to=body.reply_to_message_id)
 
 
 def update_profile(store: EventStore, principal: Principal, body: ProfileUpdate) -> Created:

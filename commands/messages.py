@@ -10,7 +10,7 @@ import msgspec
 from commands.admin import Created
 from commands.errors import Forbidden, NotFound
 from commands.principal import Principal
-from commands.streams import Entity, load, now
+from commands.streams import E, Entity, load, load_async, now
 from events import types as ev
 from events.store import EventStore, Pending
 from parley.ids import new_id, parse_id
@@ -26,50 +26,57 @@ class MessageCreate(msgspec.Struct, forbid_unknown_fields=True, rename={"sender"
     internal: bool = False
 
 
+def pinned_to_its_website(principal: Principal, entity: Entity[E], what: str) -> Entity[E]:
+    """A key pinned to a website sees only that website's conversations and messages."""
+    if principal.website_id is not None and entity.created.website_id != principal.website_id:
+        raise NotFound(f"{what} not found")
+    return entity
+
+
 def load_conversation(store: EventStore, principal: Principal,
                       conversation_id: uuid.UUID | None) -> Entity[ev.ConversationCreated]:
     """A conversation the principal may see: its organization's, and its website's for a pinned key."""
-    conversation = load(store, conversation_id, ev.ConversationCreated, principal.org_id, "conversation")
-    if principal.website_id is not None and conversation.created.website_id != principal.website_id:
-        raise NotFound("conversation not found")
-    return conversation
+    return pinned_to_its_website(principal, load(store, conversation_id, ev.ConversationCreated, principal.org_id,
+                                                 "conversation"), "conversation")
 
 
 def load_message(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Entity[ev.MessageCreated]:
-    message = load(store, message_id, ev.MessageCreated, principal.org_id, "message")
-    if principal.website_id is not None and message.created.website_id != principal.website_id:
-        raise NotFound("message not found")
-    return message
+    return pinned_to_its_website(principal, load(store, message_id, ev.MessageCreated, principal.org_id, "message"),
+                                 "message")
 
 
-def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to: str | None) -> uuid.UUID | None:
+async def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to: str | None) -> uuid.UUID | None:
     """The contract's rule: a quote only of an earlier message of the same conversation, else ignored."""
     reply_id = parse_id(reply_to)
     if reply_id is None:
         return None
-    history = store.load(reply_id)
+    history = await store.load_async(reply_id)
     if history and isinstance(history[0].event, ev.MessageCreated) and history[0].event.conversation_id == conversation_id:
         return reply_id
     return None
 
 
-def append_message(store: EventStore, principal: Principal, conversation: ev.ConversationCreated, *, content: str,
-                   sender: str, reply_to: str | None = None, internal: bool = False) -> Created:
+async def append_message(store: EventStore, principal: Principal, conversation: ev.ConversationCreated, *,
+                         content: str, sender: str, reply_to: str | None = None, internal: bool = False) -> Created:
+    """Runs on the event loop: posting messages is the hot write path, and a worker thread per post would
+    queue behind the interpreter lock of a busy API process."""
     message_id = new_id()
     created = ev.MessageCreated(
         org_id=principal.org_id, at=now(), message_id=message_id, conversation_id=conversation.conversation_id,
         website_id=conversation.website_id, content=content, sender=sender,
-        reply_to=quoted_message(store, conversation.conversation_id, reply_to), internal=internal,
+        reply_to=await quoted_message(store, conversation.conversation_id, reply_to), internal=internal,
         operator_id=principal.operator_id)
-    return Created(message_id, store.append(Pending(message_id, 1, created)), created)
+    return Created(message_id, await store.append_async(Pending(message_id, 1, created)), created)
 
 
-def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:
+async def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:
     if body.internal and not principal.is_operator:
         raise Forbidden("only an operator can write an internal note", "internal")
-    conversation = load_conversation(store, principal, parse_id(body.conversation_id))
-    return append_message(store, principal, conversation.created, content=body.content, sender=body.sender,
-                          reply_to=body.reply_to_message_id, internal=body.internal)
+    conversation = pinned_to_its_website(principal, await load_async(
+        store, parse_id(body.conversation_id), ev.ConversationCreated, principal.org_id, "conversation"),
+        "conversation")
+    return await append_message(store, principal, conversation.created, content=body.content, sender=body.sender,
+                                reply_to=body.reply_to_message_id, internal=body.internal)
 
 
 def mark_read(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Created:

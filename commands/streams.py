@@ -30,10 +30,18 @@ class Entity(Generic[E]):
     history: list[Recorded]
 
 
-def load(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], org_id: uuid.UUID,
-         what: str) -> Entity[E]:
-    """Loads an entity of this organization; anything else (missing, other kind, other org) is 404."""
-    history = store.load(stream_id) if stream_id else []
+def entity_of(history: list[Recorded], created_type: type[E], org_id: uuid.UUID, what: str) -> Entity[E]:
+    """An entity of this organization from its stream; anything else (missing, other kind, other org) is 404."""
     if not history or not isinstance(history[0].event, created_type) or history[0].event.org_id != org_id:
         raise NotFound(f"{what} not found")
     return Entity(history[0].event, history[-1].version, history)
+
+
+def load(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], org_id: uuid.UUID,
+         what: str) -> Entity[E]:
+    return entity_of(store.load(stream_id) if stream_id else [], created_type, org_id, what)
+
+
+async def load_async(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], org_id: uuid.UUID,
+                     what: str) -> Entity[E]:
+    return entity_of(await store.load_async(stream_id) if stream_id else [], created_type, org_id, what)

@@ -8,16 +8,19 @@ latest position, which reads use to see their own writes.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import typing
 import uuid
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 from urllib.parse import unquote, urlsplit
 
 import msgspec
-from eventsourcing.persistence import IntegrityError, StoredEvent
+import psycopg
+from eventsourcing.persistence import IntegrityError as RecorderIntegrityError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg_pool import AsyncConnectionPool
 
 from events.types import EVENT_TYPES, Event
 
@@ -58,30 +61,50 @@ def decode_event(data: bytes) -> Event:
     return _decoder.decode(data)
 
 
-class _Recorder(PostgresApplicationRecorder):
-    """Adds each organization's latest write position to the append transaction."""
-
-    def _fetch_ids_after_insert_events(self, curs, stored_events, **kwargs: Any):
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        latest: dict[uuid.UUID, int] = {}
-        for org_id, position in zip(kwargs["org_ids"], ids or ()):
-            latest[org_id] = max(position, latest.get(org_id, 0))
-        for org_id, position in sorted(latest.items()):
-            curs.execute(
-                "INSERT INTO parley_org_positions (org_id, position) VALUES (%s, %s) "
-                "ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position)",
-                (org_id, position),
-            )
-        return ids
+# The append protocol of the `eventsourcing` application recorder, on its table, written here once for
+# the synchronous and the asynchronous appends (the library only has the first): the table lock makes
+# insert order commit order, so a reader following positions never passes a gap that fills in later;
+# the NOTIFY wakes the relay; the organization's latest position commits with its events.
+LOCK_EVENTS = f"LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE"
+NOTIFY_EVENTS = f"NOTIFY {NOTIFY_CHANNEL}"
+INSERT_EVENTS = (f"INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic, state) "
+                 "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[]) RETURNING notification_id")
+RECORD_ORG_POSITIONS = (
+    "INSERT INTO parley_org_positions (org_id, position) SELECT * FROM unnest(%s::uuid[], %s::bigint[]) "
+    "ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position)")
+# A stream version taken already: psycopg's error, or the library's translation of it on its connections.
+VERSION_TAKEN = (psycopg.IntegrityError, RecorderIntegrityError)
+SELECT_STREAM = (f"SELECT originator_version, state FROM {EVENTS_TABLE} WHERE originator_id = %s "
+                 "ORDER BY originator_version")
 
 
 @dataclass
 class _Append:
-    stored: list[StoredEvent]
+    """One caller's append, waiting to be written with whatever else is queued (group commit)."""
+
+    pending: Sequence[Pending]
     org_id: uuid.UUID
     position: int = 0
     error: Exception | None = None
     done: bool = False
+
+
+def _columns(batch: list[_Append]) -> tuple[list, list, list, list]:
+    pending = [p for request in batch for p in request.pending]
+    return ([p.stream_id for p in pending], [p.version for p in pending], [type(p.event).__name__ for p in pending],
+            [encode_event(p.event) for p in pending])
+
+
+def _org_positions(batch: list[_Append], ids: list[int]) -> tuple[list, list]:
+    """Each organization's latest position in the batch, and settles each request's own position."""
+    latest: dict[uuid.UUID, int] = {}
+    offset = 0
+    for request in batch:
+        offset += len(request.pending)
+        request.position = ids[offset - 1]
+        latest[request.org_id] = max(request.position, latest.get(request.org_id, 0))
+    org_ids = sorted(latest)
+    return org_ids, [latest[org_id] for org_id in org_ids]
 
 
 def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
@@ -99,17 +122,32 @@ def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
 
 
 class EventStore:
+    """Appends and loads streams; reads the log in order. Synchronous for commands that run on a worker
+    thread, asynchronous (`*_async`, after `open_async` in the running loop) for those on the event loop."""
+
     def __init__(self, database_url: str, *, pool_size: int = 8):
+        self.database_url = database_url
         self._lock = threading.Condition()
         self._queue: list[_Append] = []
         self._writing = False
         self.datastore = datastore_for(database_url, pool_size)
-        self.recorder = _Recorder(self.datastore, events_table_name=EVENTS_TABLE)
+        self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         self.recorder.create_table()
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(
                 "CREATE TABLE IF NOT EXISTS parley_org_positions (org_id uuid PRIMARY KEY, position bigint NOT NULL)"
             )
+        self._pool: AsyncConnectionPool | None = None
+        self._async_queue: list[tuple[_Append, asyncio.Future]] = []
+        self._async_writer: asyncio.Task | None = None
+
+    @staticmethod
+    def _request(pending: Sequence[Pending]) -> _Append:
+        org_ids = {p.event.org_id for p in pending}
+        assert len(org_ids) == 1, "one append belongs to one organization"
+        return _Append(pending, org_ids.pop())
+
+    # --- synchronous
 
     def append(self, *pending: Pending) -> int:
         """Appends atomically and returns the position of the last event.
@@ -117,13 +155,7 @@ class EventStore:
         The table lock that keeps positions in commit order serializes writers, so concurrent appends
         are committed together (group commit): whoever finds no write in progress writes every queued
         append in one transaction while the others wait for their result."""
-        org_ids = {p.event.org_id for p in pending}
-        assert len(org_ids) == 1, "one append belongs to one organization"
-        request = _Append([
-            StoredEvent(originator_id=p.stream_id, originator_version=p.version, topic=type(p.event).__name__,
-                        state=encode_event(p.event))
-            for p in pending
-        ], org_ids.pop())
+        request = self._request(pending)
         with self._lock:
             self._queue.append(request)
             while self._writing and not request.done:
@@ -143,11 +175,13 @@ class EventStore:
         return request.position
 
     def _write(self, batch: list[_Append]) -> None:
-        stored = [event for request in batch for event in request.stored]
-        org_ids = [request.org_id for request in batch for _ in request.stored]
         try:
-            ids = self.recorder.insert_events(stored, org_ids=org_ids)
-        except IntegrityError as exc:
+            with self.datastore.get_connection() as conn, conn.pipeline(), conn.transaction():
+                conn.execute(LOCK_EVENTS)
+                conn.execute(NOTIFY_EVENTS)
+                ids = [row["notification_id"] for row in conn.execute(INSERT_EVENTS, _columns(batch)).fetchall()]
+                conn.execute(RECORD_ORG_POSITIONS, _org_positions(batch, ids))
+        except VERSION_TAKEN as exc:
             if len(batch) > 1:  # find the conflicting append: the others still go in
                 for request in batch:
                     self._write([request])
@@ -155,22 +189,77 @@ class EventStore:
             batch[0].error = StreamConflict(str(exc))
         except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
             for request in batch:
-                request.error, request.done = exc, True
-            return
-        else:
-            assert ids is not None
-            offset = 0
-            for request in batch:
-                offset += len(request.stored)
-                request.position = ids[offset - 1]
+                request.error = exc
         for request in batch:
             request.done = True
 
     def load(self, stream_id: uuid.UUID) -> list[Recorded]:
-        return [
-            Recorded(0, s.originator_id, s.originator_version, decode_event(s.state))
-            for s in self.recorder.select_events(stream_id)
-        ]
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(SELECT_STREAM, (stream_id,), prepare=True).fetchall()
+        return [Recorded(0, stream_id, row["originator_version"], decode_event(row["state"])) for row in rows]
+
+    # --- asynchronous
+
+    async def open_async(self, pool_size: int = 4) -> None:
+        self._pool = AsyncConnectionPool(self.database_url, min_size=1, max_size=pool_size,
+                                         kwargs={"autocommit": True}, open=False)
+        await self._pool.open(wait=True)
+
+    async def close_async(self) -> None:
+        if self._async_writer is not None:
+            await asyncio.gather(self._async_writer, return_exceptions=True)
+        if self._pool is not None:
+            await self._pool.close()
+
+    async def append_async(self, *pending: Pending) -> int:
+        """`append` on the event loop: the same transaction, the same group commit, one writer task."""
+        request = self._request(pending)
+        result = asyncio.get_running_loop().create_future()
+        self._async_queue.append((request, result))
+        if self._async_writer is None or self._async_writer.done():
+            self._async_writer = asyncio.create_task(self._write_queued())
+        return await result
+
+    async def _write_queued(self) -> None:
+        """Writes queued appends batch by batch; runs as its own task, so a caller that goes away (a
+        client disconnecting) cannot cut a batch that others wait on."""
+        while self._async_queue:
+            queued, self._async_queue = self._async_queue, []
+            batch = [request for request, _ in queued]
+            await self._write_async(batch)
+            for request, result in queued:
+                if result.done():
+                    continue
+                if request.error:
+                    result.set_exception(request.error)
+                else:
+                    result.set_result(request.position)
+
+    async def _write_async(self, batch: list[_Append]) -> None:
+        assert self._pool is not None, "open_async() first"
+        try:
+            async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+                await conn.execute(LOCK_EVENTS)
+                await conn.execute(NOTIFY_EVENTS)
+                ids = [row[0] for row in await (await conn.execute(INSERT_EVENTS, _columns(batch))).fetchall()]
+                await conn.execute(RECORD_ORG_POSITIONS, _org_positions(batch, ids))
+        except VERSION_TAKEN as exc:
+            if len(batch) > 1:
+                for request in batch:
+                    await self._write_async([request])
+                return
+            batch[0].error = StreamConflict(str(exc))
+        except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
+            for request in batch:
+                request.error = exc
+
+    async def load_async(self, stream_id: uuid.UUID) -> list[Recorded]:
+        assert self._pool is not None, "open_async() first"
+        async with self._pool.connection() as conn:
+            rows = await (await conn.execute(SELECT_STREAM, (stream_id,), prepare=True)).fetchall()
+        return [Recorded(0, stream_id, version, decode_event(state)) for version, state in rows]
+
+    # --- the log
 
     def read(self, after: int, limit: int, until: int | None = None) -> Sequence[Recorded]:
         return [

@@ -166,6 +166,7 @@ class Runtime:
         self.pool = AsyncConnectionPool(self.database_url, min_size=2, max_size=self.settings.db_pool_size,
                                         kwargs={"autocommit": True}, open=False)
         await self.pool.open(wait=True)
+        await self.store.open_async()
         async with self.pool.connection() as conn:
             for projection in self.projections.values():
                 await ensure_tables(conn, projection)
@@ -189,4 +190,5 @@ class Runtime:
             await self.services.watch.stop()
         if self.pool:
             await self.pool.close()
+        await self.store.close_async()
         self.store.close()

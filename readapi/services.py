@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import msgspec
 from litestar import Request, Response
@@ -33,8 +34,10 @@ def services(request: Request) -> Services:
     return request.app.state.services
 
 
-async def run_command(request: Request, command: Callable[..., T], *args: Any) -> T:
-    """Commands are synchronous (the event store is), so they run on a worker thread."""
+async def run_command(request: Request, command: Callable[..., T] | Callable[..., Awaitable[T]], *args: Any) -> T:
+    """An asynchronous command runs on the event loop; a synchronous one on a worker thread."""
+    if inspect.iscoroutinefunction(command):
+        return await command(services(request).store, *args)
     return await asyncio.to_thread(command, services(request).store, *args)
 
 

@@ -1,6 +1,7 @@
 """Realtime channels: what operators and visitors are pushed, what visitors never see, presence, and
 resuming with Last-Event-ID across a server restart."""
 
+import asyncio
 import time
 import uuid
 
@@ -175,12 +176,20 @@ def test_resume_with_last_event_id_across_a_restart(own_server):
             own_server.stop()  # open streams must not hold the shutdown
     # written while no API runs: only the event store has it
     store = own_server.store()
+    operator = Principal("operator", tenant.org_id, uuid.uuid4(), operator_id=uuid.uuid4())
+
+    async def write_while_down():
+        await store.open_async()
+        try:
+            return (await messages.create_message(store, operator, messages.MessageCreate(
+                conversation_id=conversation_id, content="while down", sender="operator")),
+                await messages.create_message(store, operator, messages.MessageCreate(
+                    conversation_id=conversation_id, content="note while down", sender="operator", internal=True)))
+        finally:
+            await store.close_async()
+
     try:
-        operator = Principal("operator", tenant.org_id, uuid.uuid4(), operator_id=uuid.uuid4())
-        while_down = messages.create_message(store, operator, messages.MessageCreate(
-            conversation_id=conversation_id, content="while down", sender="operator"))
-        note = messages.create_message(store, operator, messages.MessageCreate(
-            conversation_id=conversation_id, content="note while down", sender="operator", internal=True))
+        while_down, note = asyncio.run(write_while_down())
     finally:
         store.close()
     own_server.start()

@@ -7,11 +7,15 @@ and a write is visible to reads (by another credential) within 20 ms at p99.
     uv run python bench/write_read.py [--messages 2000] [--clients 4]
 
 Uses PARLEY_DATABASE_URL / PARLEY_NATS_URL when set, otherwise embedded servers in a temporary directory.
+The clients are coroutines over `bench/rawhttp.py`, so the load generator takes little CPU from the server.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import json
 import os
 import statistics
 import subprocess
@@ -22,13 +26,13 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import psutil
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commands import admin  # noqa: E402
+from rawhttp import RawClient  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
@@ -59,6 +63,59 @@ def floor_rate(database_url: str, clients: int, per_client: int) -> float:
                 conn.commit()
 
     return clients * per_client / run_parallel(clients, per_client, work)
+
+
+async def measure(base_url: str, website_id: str, writer: dict, reader: dict, clients: int, per_client: int,
+                  server_process: psutil.Process) -> tuple[float, float, list[float], list[float]]:
+    """The rate of POSTs alone (and the server's CPU per message), then each write's latency and the time
+    until another credential reads it, each client on its own conversation and connection."""
+    setup = RawClient(base_url, writer)
+    _, customer = await setup.post("/api/customers", {"websiteId": website_id})
+    conversations = []
+    for _ in range(clients):
+        _, conversation = await setup.post("/api/conversations", {
+            "websiteId": website_id, "customerId": json.loads(customer)["_id"]})
+        conversations.append(json.loads(conversation)["_id"])
+    setup.close()
+
+    async def post_only(i: int, count: int) -> None:
+        client = RawClient(base_url, writer)
+        for n in range(count):
+            status, answer = await client.post("/api/messages", {
+                "conversationId": conversations[i], "content": f"rate {n}", "from": "customer"})
+            assert status == 200, answer
+        client.close()
+
+    write_latency: list[float] = []
+    visible_after: list[float] = []
+
+    async def post_and_read(i: int, count: int) -> None:
+        client = RawClient(base_url)
+        for n in range(count):
+            t0 = time.perf_counter()
+            status, answer = await client.post("/api/messages", {
+                "conversationId": conversations[i], "content": f"bench {n}", "from": "customer"}, writer)
+            t1 = time.perf_counter()
+            assert status == 200, answer
+            path = f"/api/messages/{json.loads(answer)['_id']}"
+            while (await client.get(path, reader))[0] != 200:
+                pass
+            write_latency.append(t1 - t0)
+            visible_after.append(time.perf_counter() - t0)
+        client.close()
+
+    async def in_parallel(work, count: int) -> float:
+        start = time.perf_counter()
+        await asyncio.gather(*(work(i, count) for i in range(clients)))
+        return time.perf_counter() - start
+
+    await in_parallel(post_only, 50)  # warm-up
+    # The server's own CPU per message: steadier than a rate on a shared machine.
+    cpu_before = sum(server_process.cpu_times()[:2])
+    rate = clients * per_client / await in_parallel(post_only, per_client)
+    cpu_per_message = (sum(server_process.cpu_times()[:2]) - cpu_before) / (clients * per_client)
+    await in_parallel(post_and_read, per_client)
+    return rate, cpu_per_message, write_latency, visible_after
 
 
 def main() -> None:
@@ -101,48 +158,10 @@ def main() -> None:
         key, key_secret = admin.create_api_key(store, org.id, ["messages:read"], None, None)
         store.close()
         writer = {"Authorization": f"Token {operator_token}"}
-        import base64
-
         reader = {"Authorization": "Basic " + base64.b64encode(key_secret.encode()).decode()}
-        with httpx.Client(base_url=base_url, headers=writer) as client:
-            customer = client.post("/api/customers", json={"websiteId": str(website.id)}).json()
-            conversations = [client.post("/api/conversations", json={"websiteId": str(website.id),
-                                                                     "customerId": customer["_id"]}).json()["_id"]
-                             for _ in range(args.clients)]
-
-        write_latency: list[float] = []
-        visible_after: list[float] = []
-        lock = threading.Lock()
-
-        def post_messages(i: int, count: int) -> None:
-            with httpx.Client(base_url=base_url) as client:
-                for n in range(count):
-                    t0 = time.perf_counter()
-                    response = client.post("/api/messages", headers=writer, json={
-                        "conversationId": conversations[i], "content": f"bench {n}", "from": "customer"})
-                    t1 = time.perf_counter()
-                    assert response.status_code == 200, response.text
-                    while client.get(f"/api/messages/{response.json()['_id']}", headers=reader).status_code != 200:
-                        pass
-                    t2 = time.perf_counter()
-                    with lock:
-                        write_latency.append(t1 - t0)
-                        visible_after.append(t2 - t0)
-
-        # The writes alone, for the rate; then the visibility check, which adds its own reads.
-        def post_only(i: int, count: int) -> None:
-            with httpx.Client(base_url=base_url) as client:
-                for n in range(count):
-                    client.post("/api/messages", headers=writer, json={
-                        "conversationId": conversations[i], "content": f"rate {n}", "from": "customer"})
-
-        run_parallel(args.clients, 50, post_only)  # warm-up
-        # The server's own CPU per message: steadier than a rate on a shared machine.
         server_process = psutil.Process(server.pid)
-        cpu_before = sum(server_process.cpu_times()[:2])
-        api_rate = args.clients * per_client / run_parallel(args.clients, per_client, post_only)
-        cpu_per_message = (sum(server_process.cpu_times()[:2]) - cpu_before) / (args.clients * per_client)
-        run_parallel(args.clients, per_client, post_messages)
+        api_rate, cpu_per_message, write_latency, visible_after = asyncio.run(
+            measure(base_url, str(website.id), writer, reader, args.clients, per_client, server_process))
         floor = floor_rate(database_url, args.clients, per_client)
 
         ms = 1000

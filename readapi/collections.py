@@ -170,7 +170,7 @@ def project(objects: list[msgspec.Struct], fields: list[str] | None) -> list[Any
 
 
 def scope_clauses(collection: Collection, principal: Principal) -> tuple[list[str], list[Any]]:
-    where = [f"org_id = %s"]
+    where = ["org_id = %s"]
     args: list[Any] = [principal.org_id]
     if principal.website_id is not None and collection.website_column:
         where.append(f"{collection.website_column} = %s")

@@ -4,8 +4,6 @@ tested with the attacker's requests."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 import uuid
 
 import pytest

@@ -72,6 +72,8 @@ INSERT_EVENTS = (f"INSERT INTO {EVENTS_TABLE} (originator_id, originator_version
 RECORD_ORG_POSITIONS = (
     "INSERT INTO parley_org_positions (org_id, position) SELECT * FROM unnest(%s::uuid[], %s::bigint[]) "
     "ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position)")
+SELECT_LOG = (f"SELECT notification_id, originator_id, state FROM {EVENTS_TABLE} WHERE notification_id > %s "
+              "ORDER BY notification_id LIMIT %s")
 # A stream version taken already: psycopg's error, or the library's translation of it on its connections.
 VERSION_TAKEN = (psycopg.IntegrityError, RecorderIntegrityError)
 SELECT_STREAM = (f"SELECT originator_version, state FROM {EVENTS_TABLE} WHERE originator_id = %s "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import uuid
 
 import nats
 import psycopg
@@ -18,7 +18,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from events.store import NOTIFY_CHANNEL, EventStore, Recorded, encode_event
+from events.store import NOTIFY_CHANNEL, SELECT_LOG
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
@@ -79,23 +79,20 @@ async def first_seq_after(js: JetStreamContext, stream: str, position: int) -> i
     return lo
 
 
-def message_headers(recorded: Recorded, previous: int) -> dict[str, str]:
+def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[str, str]:
     return {
-        "Nats-Msg-Id": str(recorded.position),
-        POSITION: str(recorded.position),
+        "Nats-Msg-Id": str(position),
+        POSITION: str(position),
         PREVIOUS: str(previous),
-        "Parley-Stream": str(recorded.stream_id),
+        "Parley-Stream": str(stream_id),
     }
 
 
 class Relay:
-    def __init__(self, store: EventStore, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM):
-        self.store = store
+    def __init__(self, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM):
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream
-        # Its own thread: the relay must not queue behind commands for the shared executor.
-        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parley-relay")
 
     async def run(self) -> None:
         await keep_running("relay", self._run_once, log)
@@ -111,8 +108,8 @@ class Relay:
                 await ensure_stream(js, self.stream)
                 published = await last_published(js, self.stream)
                 while True:
-                    batch = await asyncio.get_running_loop().run_in_executor(
-                        self._reader, self.store.read, published, BATCH)
+                    # the stored bytes are the encoded event: published as they are, never decoded here
+                    batch = await (await conn.execute(SELECT_LOG, (published, BATCH), prepare=True)).fetchall()
                     if batch:
                         published = await self._publish(js, batch, published)
                     if len(batch) < BATCH:
@@ -121,12 +118,12 @@ class Relay:
             finally:
                 await nc.close()
 
-    async def _publish(self, js: JetStreamContext, batch: list[Recorded], previous: int) -> int:
+    async def _publish(self, js: JetStreamContext, batch: list[tuple[int, uuid.UUID, bytes]], previous: int) -> int:
         # Sent one after another on one connection, they reach the server in order; acks come back together.
         acks = []
-        for recorded in batch:
-            acks.append(await js.publish_async(subject_of(self.stream), encode_event(recorded.event), stream=self.stream,
-                                               headers=message_headers(recorded, previous)))
-            previous = recorded.position
+        for position, stream_id, data in batch:
+            acks.append(await js.publish_async(subject_of(self.stream), data, stream=self.stream,
+                                               headers=message_headers(position, stream_id, previous)))
+            previous = position
         await asyncio.gather(*acks)
         return previous

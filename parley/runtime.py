@@ -143,7 +143,7 @@ class Runtime:
 
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
-            Relay(self.store, self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
+            Relay(self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
         self._run_projections(shared)
         for name in RUNS_ALONE:

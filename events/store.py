@@ -61,17 +61,30 @@ def decode_event(data: bytes) -> Event:
     return _decoder.decode(data)
 
 
-# The append protocol of the `eventsourcing` application recorder, on its table, written here once for
-# the synchronous and the asynchronous appends (the library only has the first): the table lock makes
-# insert order commit order, so a reader following positions never passes a gap that fills in later;
-# the NOTIFY wakes the relay; the organization's latest position commits with its events.
-LOCK_EVENTS = f"LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE"
-NOTIFY_EVENTS = f"NOTIFY {NOTIFY_CHANNEL}"
-INSERT_EVENTS = (f"INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic, state) "
-                 "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[]) RETURNING notification_id")
-RECORD_ORG_POSITIONS = (
-    "INSERT INTO parley_org_positions (org_id, position) SELECT * FROM unnest(%s::uuid[], %s::bigint[]) "
-    "ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position)")
+# The append protocol of the `eventsourcing` application recorder, on its table, as one server-side
+# function that the synchronous and the asynchronous appends both call (one round trip, one implicit
+# transaction): the table lock makes insert order commit order, so a reader following positions never
+# passes a gap that fills in later; the NOTIFY wakes the relay; each organization's latest position
+# commits with its events, for reads that wait to see their writes.
+APPEND_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION parley_append(streams uuid[], versions bigint[], topics text[], states bytea[],
+                                         orgs uuid[]) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    positions bigint[];
+BEGIN
+    LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;
+    NOTIFY {NOTIFY_CHANNEL};
+    WITH inserted AS (
+        INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic, state)
+        SELECT * FROM unnest(streams, versions, topics, states) RETURNING notification_id)
+    SELECT array_agg(notification_id ORDER BY notification_id) INTO positions FROM inserted;
+    INSERT INTO parley_org_positions (org_id, position)
+    SELECT org_id, max(position) FROM unnest(orgs, positions) AS appended(org_id, position) GROUP BY org_id
+    ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position);
+    RETURN positions;
+END $$"""
+APPEND = "SELECT parley_append(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[])"
+SCHEMA_LOCK = 0x70617273  # serializes the store's DDL between processes starting together
 SELECT_LOG = (f"SELECT notification_id, originator_id, state FROM {EVENTS_TABLE} WHERE notification_id > %s "
               "ORDER BY notification_id LIMIT %s")
 # A stream version taken already: psycopg's error, or the library's translation of it on its connections.
@@ -91,22 +104,19 @@ class _Append:
     done: bool = False
 
 
-def _columns(batch: list[_Append]) -> tuple[list, list, list, list]:
-    pending = [p for request in batch for p in request.pending]
-    return ([p.stream_id for p in pending], [p.version for p in pending], [type(p.event).__name__ for p in pending],
-            [encode_event(p.event) for p in pending])
+def _arguments(batch: list[_Append]) -> tuple[list, list, list, list, list]:
+    """The batch's events as the columns `parley_append` takes, and the organization of each."""
+    rows = [(p, request.org_id) for request in batch for p in request.pending]
+    return ([p.stream_id for p, _ in rows], [p.version for p, _ in rows], [type(p.event).__name__ for p, _ in rows],
+            [encode_event(p.event) for p, _ in rows], [org_id for _, org_id in rows])
 
 
-def _org_positions(batch: list[_Append], ids: list[int]) -> tuple[list, list]:
-    """Each organization's latest position in the batch, and settles each request's own position."""
-    latest: dict[uuid.UUID, int] = {}
+def _settle(batch: list[_Append], positions: list[int]) -> None:
+    """Gives each request the position of its last event."""
     offset = 0
     for request in batch:
         offset += len(request.pending)
-        request.position = ids[offset - 1]
-        latest[request.org_id] = max(request.position, latest.get(request.org_id, 0))
-    org_ids = sorted(latest)
-    return org_ids, [latest[org_id] for org_id in org_ids]
+        request.position = positions[offset - 1]
 
 
 def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
@@ -136,9 +146,11 @@ class EventStore:
         self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         self.recorder.create_table()
         with self.datastore.transaction(commit=True) as curs:
+            curs.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))  # processes start together
             curs.execute(
                 "CREATE TABLE IF NOT EXISTS parley_org_positions (org_id uuid PRIMARY KEY, position bigint NOT NULL)"
             )
+            curs.execute(APPEND_FUNCTION)
         self._pool: AsyncConnectionPool | None = None
         self._async_queue: list[tuple[_Append, asyncio.Future]] = []
         self._async_writer: asyncio.Task | None = None
@@ -178,11 +190,8 @@ class EventStore:
 
     def _write(self, batch: list[_Append]) -> None:
         try:
-            with self.datastore.get_connection() as conn, conn.pipeline(), conn.transaction():
-                conn.execute(LOCK_EVENTS)
-                conn.execute(NOTIFY_EVENTS)
-                ids = [row["notification_id"] for row in conn.execute(INSERT_EVENTS, _columns(batch)).fetchall()]
-                conn.execute(RECORD_ORG_POSITIONS, _org_positions(batch, ids))
+            with self.datastore.get_connection() as conn:
+                _settle(batch, conn.execute(APPEND, _arguments(batch), prepare=True).fetchone()["parley_append"])
         except VERSION_TAKEN as exc:
             if len(batch) > 1:  # find the conflicting append: the others still go in
                 for request in batch:
@@ -240,11 +249,8 @@ class EventStore:
     async def _write_async(self, batch: list[_Append]) -> None:
         assert self._pool is not None, "open_async() first"
         try:
-            async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
-                await conn.execute(LOCK_EVENTS)
-                await conn.execute(NOTIFY_EVENTS)
-                ids = [row[0] for row in await (await conn.execute(INSERT_EVENTS, _columns(batch))).fetchall()]
-                await conn.execute(RECORD_ORG_POSITIONS, _org_positions(batch, ids))
+            async with self._pool.connection() as conn:
+                _settle(batch, (await (await conn.execute(APPEND, _arguments(batch), prepare=True)).fetchone())[0])
         except VERSION_TAKEN as exc:
             if len(batch) > 1:
                 for request in batch:

@@ -1,0 +1,87 @@
+"""The event store against a real PostgreSQL: positions in order, optimistic concurrency, group commit
+from many concurrent appends (synchronous and on the event loop), and each organization's position."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+
+import pytest
+
+from commands.streams import now
+from events import types as ev
+from events.store import EventStore, Pending, StreamConflict
+from parley.ids import new_id
+
+
+def organization(org_id: uuid.UUID, name: str = "Acme") -> ev.OrganizationCreated:
+    return ev.OrganizationCreated(org_id=org_id, at=now(), name=name)
+
+
+@pytest.fixture
+def store(infra):
+    store = EventStore(infra.new_database(), pool_size=4)
+    yield store
+    store.close()
+
+
+def test_sync_appends_take_positions_in_order_and_refuse_a_taken_version(store):
+    first, second = new_id(), new_id()
+    a = store.append(Pending(first, 1, organization(first)))
+    b = store.append(Pending(second, 1, organization(second)), Pending(second, 2, organization(second, "Renamed")))
+    assert b > a
+    with pytest.raises(StreamConflict):
+        store.append(Pending(first, 1, organization(first, "again")))
+    assert [r.event.name for r in store.load(second)] == ["Acme", "Renamed"]
+    assert [r.version for r in store.load(second)] == [1, 2]
+    assert [r.position for r in store.read(0, 10)] == [a, b - 1, b]
+    assert store.org_position(second) == b and store.org_position(first) == a
+
+
+def test_concurrent_sync_appends_commit_together_and_a_conflict_fails_only_its_own(store):
+    taken = new_id()
+    store.append(Pending(taken, 1, organization(taken)))
+    streams = [new_id() for _ in range(20)]
+    results: dict[int, object] = {}
+
+    def append(i: int) -> None:
+        stream = taken if i == 7 else streams[i]
+        try:
+            results[i] = store.append(Pending(stream, 1, organization(streams[i])))
+        except StreamConflict as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert isinstance(results.pop(7), StreamConflict)
+    assert len(set(results.values())) == 19
+    in_position_order = [streams[i] for i, _ in sorted(results.items(), key=lambda item: item[1])]
+    assert [r.stream_id for r in store.read(0, 100)][1:] == in_position_order
+
+
+def test_async_appends_group_commit_record_positions_and_conflicts(store):
+    org_id = new_id()
+    taken = new_id()
+
+    async def scenario() -> None:
+        await store.open_async()
+        try:
+            first = await store.append_async(Pending(taken, 1, organization(org_id)))
+            streams = [new_id() for _ in range(30)]
+            outcomes = await asyncio.gather(
+                *(store.append_async(Pending(stream, 1, organization(org_id))) for stream in streams),
+                store.append_async(Pending(taken, 1, organization(org_id, "late"))), return_exceptions=True)
+            *positions, conflict = outcomes
+            assert isinstance(conflict, StreamConflict)
+            assert len(set(positions)) == 30 and min(positions) > first
+            assert store.org_position(org_id) == max(positions)
+            assert [r.version for r in await store.load_async(taken)] == [1]
+            assert [r.event.name for r in await store.load_async(taken)] == ["Acme"]
+        finally:
+            await store.close_async()
+
+    asyncio.run(scenario())

@@ -135,7 +135,8 @@ async def project(database_url: str, store: EventStore) -> None:
             applied = 0
             while batch := await asyncio.to_thread(store.read, position, PROJECT_CHUNK):
                 async with conn.pipeline():
-                    position = (await apply_batch(conn, [projection], batch))[projection.name]
+                    position = (await apply_batch(conn, [projection], batch,
+                                                  {projection.name: position}))[projection.name]
                 applied += len(batch)
             elapsed = time.perf_counter() - started
             print(f"projected {applied:,} events into {projection.name} in {elapsed:.1f}s", flush=True)

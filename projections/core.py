@@ -149,14 +149,13 @@ async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
 
 
 async def _message(conn, e: ev.MessageCreated) -> None:
-    await conn.execute(
-        "INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, internal, "
-        "operator_id, creation_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.message_id, e.org_id, e.website_id, e.conversation_id, e.content, e.sender, e.reply_to, e.internal,
-         e.operator_id, e.at))
-    await conn.execute(
+    await conn.execute(  # one statement: the message, and its conversation's lastEditTime
+        "WITH inserted AS (INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, "
+        "reply_to, internal, operator_id, creation_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING) "
         "UPDATE rm_conversations SET last_edit_time = GREATEST(last_edit_time, %s) WHERE id = %s",
-        (e.at, e.conversation_id))
+        (e.message_id, e.org_id, e.website_id, e.conversation_id, e.content, e.sender, e.reply_to, e.internal,
+         e.operator_id, e.at, e.at, e.conversation_id))
 
 
 async def _message_read(conn, e: ev.MessageRead) -> None:

@@ -32,6 +32,22 @@ POSITIONS_DDL = (
 NOTIFY_CHANNEL = "parley_projection"
 # After the CTE `moved` (name, position) of a group's new positions: one notice on NOTIFY_CHANNEL (the
 # statement's next parameter) for them all, "name:position,name:position", so a listener wakes once a batch.
+POSITIONS_MOVED = "PP001"  # SQLSTATE of parley_advance_projections when a position is not where expected
+ADVANCE_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION parley_advance_projections(names text[], expected bigint[], reached bigint[],
+                                                      channel text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    moved integer;
+BEGIN
+    UPDATE parley_projection_positions AS p SET position = v.reached
+    FROM unnest(names, expected, reached) AS v(name, expected, reached)
+    WHERE p.name = v.name AND p.position = v.expected;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    IF moved <> cardinality(names) THEN
+        RAISE EXCEPTION 'projection positions moved under this batch' USING ERRCODE = '{POSITIONS_MOVED}';
+    END IF;
+    PERFORM pg_notify(channel, (SELECT string_agg(n || ':' || r, ',') FROM unnest(names, reached) AS x(n, r)));
+END $$"""
 NOTICE = (", notice AS (SELECT pg_notify(%s, string_agg(name || ':' || position, ',')) FROM moved)")
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
@@ -64,6 +80,7 @@ async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("ddl"),))
         await conn.execute(POSITIONS_DDL)
+        await conn.execute(ADVANCE_FUNCTION)
         await projection.create(conn)
         await conn.execute(
             "INSERT INTO parley_projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
@@ -71,31 +88,36 @@ async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -
         )
 
 
-async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection],
-                      batch: Sequence[Recorded]) -> dict[str, int]:
-    """Applies to each projection the events past its recorded position, all in one transaction, and
-    returns the new positions by name.
+async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
+                      positions: dict[str, int]) -> dict[str, int]:
+    """Applies to each projection the events past its position, all in one transaction, and returns the
+    new positions by name.
 
-    In pipeline mode: a handler's writes go out without waiting for each answer, so a batch costs a few
-    round trips instead of a few per event; and one transaction serves every projection of the group."""
+    `positions` are where the members stood after the last batch; the transaction moves them only if they
+    still stand there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction
+    of its own) makes this batch roll back and start again from what the rebuild left. A handler's
+    writes go out in pipeline mode, without waiting for each answer; one transaction serves the group."""
     names = [projection.name for projection in projections]
     if not any(handles(projection, recorded) for projection in projections for recorded in batch):
         return await skip_batch(conn, names, batch[-1].position)
-    async with conn.pipeline(), conn.transaction():
-        positions = dict(await (await conn.execute(
-            "SELECT name, position FROM parley_projection_positions WHERE name = ANY(%s) ORDER BY name FOR UPDATE",
-            (names,))).fetchall())
-        for projection in projections:
-            fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
-            if fresh:
-                await apply_events(conn, projection, [recorded for recorded in fresh if handles(projection, recorded)])
-                positions[projection.name] = fresh[-1].position
-        await conn.execute(
-            "WITH moved AS (UPDATE parley_projection_positions AS p SET position = v.position "
-            "FROM unnest(%s::text[], %s::bigint[]) AS v(name, position) WHERE p.name = v.name "
-            f"RETURNING p.name, p.position) {NOTICE} SELECT 1 FROM notice",
-            (names, [positions[name] for name in names], NOTIFY_CHANNEL))
-    return positions
+    reached = dict(positions)
+    try:
+        async with conn.pipeline(), conn.transaction():
+            for projection in projections:
+                fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
+                if fresh:
+                    await apply_events(conn, projection,
+                                       [recorded for recorded in fresh if handles(projection, recorded)])
+                    reached[projection.name] = fresh[-1].position
+            await conn.execute("SELECT parley_advance_projections(%s, %s, %s, %s)",
+                               (names, [positions[name] for name in names], [reached[name] for name in names],
+                                NOTIFY_CHANNEL))
+    except psycopg.Error as exc:
+        if exc.sqlstate != POSITIONS_MOVED:
+            raise
+        log.info("a rebuild moved %s under a batch; applying it again", "+".join(names))
+        return await apply_batch(conn, projections, batch, {name: await current_position(conn, name) for name in names})
+    return reached
 
 
 def handles(projection: Projection, recorded: Recorded) -> bool:
@@ -135,7 +157,7 @@ async def catch_up(conn: psycopg.AsyncConnection, projections: Sequence[Projecti
         batch = await asyncio.to_thread(store.read, min(positions.values()), CATCH_UP_BATCH)
         if not batch:
             return positions
-        positions = await apply_batch(conn, projections, batch)
+        positions = await apply_batch(conn, projections, batch, positions)
 
 
 async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
@@ -241,7 +263,7 @@ class ProjectionRunner:
                     if int(msg.headers[stream.PREVIOUS]) > seen:
                         log.warning("stream gap before position %s for %s; catching up from the store", at, self.name)
                         if batch:
-                            positions = await apply_batch(conn, self.projections, batch)
+                            positions = await apply_batch(conn, self.projections, batch, positions)
                             batch = []
                         positions = await catch_up(conn, self.projections, self.store, positions)
                         seen = min(positions.values())
@@ -250,6 +272,6 @@ class ProjectionRunner:
                     batch.append(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0, decode_event(msg.data)))
                     seen = at
                 if batch:
-                    positions = await apply_batch(conn, self.projections, batch)
+                    positions = await apply_batch(conn, self.projections, batch, positions)
         finally:
             await sub.unsubscribe()

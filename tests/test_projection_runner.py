@@ -57,8 +57,10 @@ def test_a_group_batch_is_one_notice_for_every_member(infra):
             for projection in group:
                 await ensure_tables(conn, projection)
             await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            assert await apply_batch(conn, group, [message(1, org_id)]) == {"test_seen_a": 1, "test_seen_b": 1}
-            assert await apply_batch(conn, group, [session(2, org_id)]) == {"test_seen_a": 2, "test_seen_b": 2}
+            at = {"test_seen_a": 0, "test_seen_b": 0}
+            at = await apply_batch(conn, group, [message(1, org_id)], at)
+            assert at == {"test_seen_a": 1, "test_seen_b": 1}
+            assert await apply_batch(conn, group, [session(2, org_id)], at) == {"test_seen_a": 2, "test_seen_b": 2}
             notices = [n.payload async for n in listener.notifies(timeout=2, stop_after=2)]
             assert [sorted(notice.split(",")) for notice in notices] == [
                 ["test_seen_a:1", "test_seen_b:1"], ["test_seen_a:2", "test_seen_b:2"]]
@@ -78,18 +80,18 @@ def test_a_batch_nobody_handles_moves_the_positions_and_tells_readers(infra):
             await ensure_tables(conn, projection)
             await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
 
-            assert await apply_batch(conn, [projection], [session(1, org_id), session(2, org_id)]) == {
-                projection.name: 2}
+            assert await apply_batch(conn, [projection], [session(1, org_id), session(2, org_id)],
+                                     {projection.name: 0}) == {projection.name: 2}
             notices = [n.payload async for n in listener.notifies(timeout=2, stop_after=1)]
             assert notices == [f"{projection.name}:2"]
             assert projection.applied == []
 
-            assert await apply_batch(conn, [projection], [message(3, org_id), session(4, org_id)]) == {
-                projection.name: 4}
+            assert await apply_batch(conn, [projection], [message(3, org_id), session(4, org_id)],
+                                     {projection.name: 2}) == {projection.name: 4}
             assert projection.applied == [3]
             # a batch already applied (a re-published stream) changes nothing, handled or not
-            assert await apply_batch(conn, [projection], [message(3, org_id)]) == {projection.name: 4}
-            assert await apply_batch(conn, [projection], [session(4, org_id)]) == {projection.name: 4}
+            assert await apply_batch(conn, [projection], [message(3, org_id)], {projection.name: 4}) == {projection.name: 4}
+            assert await apply_batch(conn, [projection], [session(4, org_id)], {projection.name: 4}) == {projection.name: 4}
             assert projection.applied == [3]
             rows = await (await conn.execute("SELECT position FROM test_messages_seen")).fetchall()
             stored = await (await conn.execute(
@@ -108,3 +110,25 @@ def test_the_search_index_handles_only_document_events():
     assert not handles(search, message(1, org_id)) and not handles(search, session(2, org_id))
     for kind in (ev.DocumentCreated, ev.DocumentUpdated, ev.DocumentDeleted):
         assert issubclass(kind, search.handles)
+
+
+def test_a_batch_under_which_a_rebuild_moved_the_position_starts_again_from_there(infra):
+    database_url = infra.new_database()
+    org_id = new_id()
+
+    async def scenario() -> None:
+        projection = MessagesSeen()
+        async with await connect(database_url) as conn:
+            await ensure_tables(conn, projection)
+            assert await apply_batch(conn, [projection], [message(1, org_id)], {projection.name: 0}) == {
+                projection.name: 1}
+            # a rebuild replayed the store up to 5 meanwhile: this runner still believes it stands at 1
+            await conn.execute("UPDATE parley_projection_positions SET position = 5 WHERE name = %s",
+                               (projection.name,))
+            assert await apply_batch(conn, [projection], [message(2, org_id), message(6, org_id)],
+                                     {projection.name: 1}) == {projection.name: 6}
+            assert projection.applied == [1, 2, 6, 6]  # the rolled-back attempt, then 6 alone
+            rows = await (await conn.execute(f"SELECT position FROM {projection.name} ORDER BY 1")).fetchall()
+            assert rows == [(1,), (6,)]
+
+    asyncio.run(scenario())

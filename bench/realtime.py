@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
-from rawhttp import RawClient  # noqa: E402
+from bench.rawhttp import RawClient  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 # a message frame: its number, and its creationTime (stamped by the command just before the append)

@@ -218,7 +218,7 @@ class Hub:
     async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None:
         facts = self.conversations.get(conversation_id)
         if facts is None:
-            history = await asyncio.to_thread(self.store.load, conversation_id)
+            history = await self.store.load_async(conversation_id)
             if not history or not isinstance(history[0].event, ev.ConversationCreated):
                 return None
             facts = self._remember(history[0].event)
@@ -245,7 +245,7 @@ class Hub:
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):
-                message = await asyncio.to_thread(self.store.load, e.message_id)
+                message = await self.store.load_async(e.message_id)
                 if not message[0].event.internal:
                     return facts.customer_id, frame(at, MESSAGE_UPDATED, VisitorMessageUpdate(e.message_id))
         return None

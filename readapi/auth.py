@@ -10,7 +10,7 @@ from litestar import Request
 from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
 from commands.principal import ALL_SCOPES, Principal
-from readapi.services import services
+from readapi.services import ORG_POSITION, services
 
 SCHEMES = {"basic": "apikey", "token": "operator", "chatsession": "chat"}
 
@@ -34,24 +34,30 @@ def credential(request: Request) -> tuple[str, str] | None:
     return kind, value
 
 
-async def _lookup(request: Request, kind: str, secret: str) -> Principal | None:
+# Each lookup also reads the organization's latest write position, as of this moment: what the
+# request's reads wait for (read-your-writes), without a query of its own.
+ORG_POSITION_COLUMN = "(SELECT position FROM parley_org_positions p WHERE p.org_id = c.org_id)"
+
+
+async def _lookup(request: Request, kind: str, secret: str) -> tuple[Principal, int] | None:
     async with services(request).pool.connection() as conn:
         if kind == "apikey":
             row = await (await conn.execute(
-                "SELECT id, org_id, scopes, website_id, rate_per_minute FROM rm_api_keys "
+                f"SELECT id, org_id, scopes, website_id, rate_per_minute, {ORG_POSITION_COLUMN} FROM rm_api_keys c "
                 "WHERE secret_hash = %s AND NOT revoked", (hash_secret(secret),))).fetchone()
-            return row and Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
-                                     rate_per_minute=row[4])
+            return row and (Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
+                                      rate_per_minute=row[4]), row[5] or 0)
         if kind == "operator":
             row = await (await conn.execute(
-                "SELECT token_id, org_id, operator_id FROM rm_operator_tokens WHERE token_hash = %s AND NOT revoked",
-                (hash_secret(secret),))).fetchone()
-            return row and Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2])
+                f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN} FROM rm_operator_tokens c "
+                "WHERE token_hash = %s AND NOT revoked", (hash_secret(secret),))).fetchone()
+            return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2]), row[3] or 0)
         row = await (await conn.execute(
-            "SELECT session_id, org_id, website_id, customer_id FROM rm_chat_sessions WHERE token_hash = %s",
-            (hash_secret(secret),))).fetchone()
+            f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN} FROM rm_chat_sessions c "
+            "WHERE token_hash = %s", (hash_secret(secret),))).fetchone()
         # a visitor holds no scopes: only the routes that accept "chat" credentials let them in
-        return row and Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3])
+        return row and (Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3]),
+                        row[4] or 0)
 
 
 IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once looked up
@@ -65,7 +71,9 @@ async def identify(request: Request) -> Principal | None:
             found = credential(request)
         except Unauthorized:
             found = None
-        request.scope[IDENTIFIED] = await _lookup(request, *found) if found else None  # type: ignore[literal-required]
+        principal, position = (await _lookup(request, *found) if found else None) or (None, 0)
+        request.scope[IDENTIFIED] = principal  # type: ignore[literal-required]
+        request.scope[ORG_POSITION] = position  # type: ignore[literal-required]
     return request.scope[IDENTIFIED]  # type: ignore[literal-required]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -72,12 +71,3 @@ class PositionWatch:
             return True
         except asyncio.TimeoutError:
             return False
-
-    async def org_position(self, org_id: uuid.UUID) -> int:
-        async with self.pool.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT position FROM parley_org_positions WHERE org_id = %s", (org_id,))).fetchone()
-        return row[0] if row else 0
-
-    async def wait_for_org(self, org_id: uuid.UUID, projections: tuple[str, ...] = ("core",)) -> None:
-        await self.wait_for(await self.org_position(org_id), projections)

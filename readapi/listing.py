@@ -15,7 +15,7 @@ from commands.errors import Forbidden
 from commands.principal import Principal
 from readapi.auth import authenticate
 from readapi.collections import Collection, read_list
-from readapi.services import json_response, services
+from readapi.services import caught_up, json_response, services
 
 Reader = Callable[[psycopg.AsyncConnection, Principal, Mapping[str, str]], Awaitable[Any]]
 
@@ -62,6 +62,6 @@ async def snapshot(request: Request) -> AsyncIterator[psycopg.AsyncConnection]:
 async def listing_response(request: Request, name: str) -> Response:
     listing = LISTINGS[name]
     principal = await authenticate(request, scope=listing.scope)
-    await services(request).watch.wait_for_org(principal.org_id, listing.projections)
+    await caught_up(request, listing.projections)
     async with snapshot(request) as conn:
         return json_response(await read_listing(conn, principal, listing, request.query_params))

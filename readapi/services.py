@@ -41,8 +41,18 @@ async def run_command(request: Request, command: Callable[..., T] | Callable[...
     return await asyncio.to_thread(command, services(request).store, *args)
 
 
+# scope key: the organization's latest write position when the request's credential was looked up
+ORG_POSITION = "parley.org_position"
+
+
 async def written(request: Request, created: Created, projections: tuple[str, ...] = ("core",)) -> None:
     await services(request).watch.wait_for(created.position, projections)
+
+
+async def caught_up(request: Request, projections: tuple[str, ...] = ("core",)) -> None:
+    """Read-your-writes for an authenticated request: waits until the read models it queries hold every
+    write its organization had made when the request came in, whoever made it."""
+    await services(request).watch.wait_for(request.scope[ORG_POSITION], projections)  # type: ignore[literal-required]
 
 
 def json_response(payload: Any, created: Created | None = None, status: int = 200) -> Response:

@@ -19,7 +19,7 @@ from commands.errors import CommandError, Invalid
 from readapi.auth import authenticate
 from readapi.listing import LISTINGS, Listing, read_listing, snapshot
 from readapi.middleware import CREDENTIAL_PARAMETERS
-from readapi.services import decode_body, json_response, services
+from readapi.services import caught_up, decode_body, json_response
 
 MAX_BATCH = 20
 
@@ -78,8 +78,7 @@ def plan(items: list[BatchItem]) -> list[PlannedRead]:
 async def batch(request: Request) -> Response:
     principal = await authenticate(request, accept=("operator",))
     reads = plan(await decode_body(request, list[BatchItem]))
-    await services(request).watch.wait_for_org(
-        principal.org_id, tuple({p for read in reads for p in read.listing.projections}))
+    await caught_up(request, tuple({p for read in reads for p in read.listing.projections}))
     results: dict[str, object] = {}
     async with snapshot(request) as conn:
         for read in reads:

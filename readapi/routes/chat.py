@@ -14,7 +14,7 @@ from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from parley.ids import parse_id
 from readapi.auth import authenticate
-from readapi.services import decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 from readapi.visitor_views import chat_message_of, visitor_conversations, visitor_messages
 
 
@@ -45,7 +45,7 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
     if created is not None:
         await written(request, created, ("core", "chat"))
     else:
-        await services(request).watch.wait_for_org(principal.org_id, ("core", "chat"))
+        await caught_up(request, ("core", "chat"))
 
 
 @post("/api/chat/sessions", status_code=200)

@@ -14,7 +14,7 @@ from readapi.collections import read_one
 from readapi.document_search import search_documents
 from readapi.documents import DOCUMENTS, list_documents
 from readapi.listing import Listing, listing_response, register
-from readapi.services import POSITION_HEADER, decode_body, json_response, run_command, services, written
+from readapi.services import POSITION_HEADER, caught_up, decode_body, json_response, run_command, services, written
 
 READ_MODELS = ("documents",)
 SEARCH_READ_MODELS = ("documents", "search")
@@ -28,7 +28,7 @@ async def _document(request: Request, principal: Principal, created: Created) ->
 
 async def _search(request: Request, principal: Principal) -> Response:
     svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id, SEARCH_READ_MODELS)
+    await caught_up(request, SEARCH_READ_MODELS)
     async with svc.pool.connection() as conn:
         return json_response(await search_documents(conn, svc.settings, principal, request.query_params))
 
@@ -56,7 +56,7 @@ async def chat_search_route(request: Request) -> Response:
 async def get_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="documents:read")
     svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id, READ_MODELS)
+    await caught_up(request, READ_MODELS)
     async with svc.pool.connection() as conn:
         return json_response(await read_one(conn, DOCUMENTS, principal, parse_id(document_id)))
 

@@ -13,7 +13,7 @@ from readapi.auth import authenticate
 from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, new_message, read_one
 from readapi.inbox import read_conversations
 from readapi.listing import Listing, listing_response, reader_of, register
-from readapi.services import decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 
 register(Listing("websites", "websites:read", reader_of(WEBSITES)))
 register(Listing("customers", "customers:read", reader_of(CUSTOMERS)))
@@ -25,7 +25,7 @@ async def one_response(request: Request, collection: Collection, principal: Prin
                        key_column: str = "id", created: Created | None = None) -> Response:
     svc = services(request)
     if created is None:
-        await svc.watch.wait_for_org(principal.org_id)
+        await caught_up(request)
     else:
         await written(request, created)
     async with svc.pool.connection() as conn:

@@ -18,7 +18,7 @@ from readapi.auth import authenticate
 from readapi.collections import (
     WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
 )
-from readapi.services import decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 
 PROJECTIONS = ("core", "webhooks")
 
@@ -31,7 +31,7 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
                        created: Created | None = None) -> WebhookSubscription:
     svc = services(request)
     if created is None:
-        await svc.watch.wait_for_org(principal.org_id, PROJECTIONS)
+        await caught_up(request, PROJECTIONS)
     else:
         await written(request, created, PROJECTIONS)
     async with svc.pool.connection() as conn:
@@ -42,7 +42,7 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
 async def list_subscriptions(request: Request) -> Response:
     principal = await operator(request)
     svc = services(request)
-    await svc.watch.wait_for_org(principal.org_id, PROJECTIONS)
+    await caught_up(request, PROJECTIONS)
     async with svc.pool.connection() as conn:
         return json_response(await read_list(conn, WEBHOOK_SUBSCRIPTIONS, principal, request.query_params))
 

@@ -35,7 +35,8 @@ def test_sync_appends_take_positions_in_order_and_refuse_a_taken_version(store):
         store.append(Pending(first, 1, organization(first, "again")))
     assert [r.event.name for r in store.load(second)] == ["Acme", "Renamed"]
     assert [r.version for r in store.load(second)] == [1, 2]
-    assert [r.position for r in store.read(0, 10)] == [a, b - 1, b]
+    assert [(r.position, r.stream_id, r.version) for r in store.read(0, 10)] == [
+        (a, first, 1), (b - 1, second, 1), (b, second, 2)]
     assert store.org_position(second) == b and store.org_position(first) == a
 
 

@@ -161,3 +161,31 @@ def test_secrets_are_stored_hashed(server, tenant):
             conn.execute("SELECT * FROM rm_operator_tokens").fetchall())
     assert tenant.operator_token not in dump
     assert "correct horse" not in dump
+
+
+def test_posting_into_a_conversation_the_credential_may_not_see_is_404_and_stores_nothing(
+        http, tenant, other_tenant, seeded):
+    from tests.visitors import start_session, visitor_with_conversation
+
+    conversation_id = seeded["conversation"]["_id"]
+    other_website, _ = tenant.add_website()
+    attempts = [
+        ("/api/messages", other_tenant.operator, {"from": "operator"}),  # another organization
+        ("/api/messages", tenant.key("messages:write", website=other_website), {"from": "customer"}),  # pinned elsewhere
+        ("/api/chat/messages", start_session(http, tenant.website_id).headers, {}),  # another visitor
+    ]
+    for path, headers, extra in attempts:
+        response = http.post(path, headers=headers,
+                             json={"conversationId": conversation_id, "content": "intruder", **extra})
+        assert response.status_code == 404, (path, response.text)
+        assert response.json()["detail"] == "conversation not found"
+    visitor, _ = visitor_with_conversation(http, tenant)
+    operator_only = http.post("/api/conversations", headers=tenant.operator, json={
+        "websiteId": str(tenant.website_id), "customerId": str(visitor.customer_id), "operatorOnly": True}).json()
+    refused = http.post("/api/chat/messages", headers=visitor.headers,
+                        json={"conversationId": operator_only["_id"], "content": "let me in"})
+    assert refused.status_code == 404
+    transcript = http.get("/api/messages", params={"conversationId": conversation_id}, headers=tenant.operator)
+    assert [m["content"] for m in transcript.json()] == ["private words"]
+    assert http.get("/api/messages", params={"conversationId": operator_only["_id"]},
+                    headers=tenant.operator).json() == []

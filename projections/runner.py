@@ -4,8 +4,8 @@ Start-up catches up from the event store (the source of truth), then follows the
 with an ordered consumer started just after the recorded position. Events arrive strictly in order and
 one batch is applied per transaction, so a position check is enough to drop the re-published duplicates
 of a relay restart. A message whose `previous` position is ahead of ours means the stream lost
-something (wiped, trimmed): we catch up from the store again. The position row is locked in each
-batch, so a concurrent rebuild is never applied on top of twice. Projections run in groups that share
+something (wiped, trimmed): we catch up from the store again. A batch moves the positions only from
+where it found them, so a concurrent rebuild is never applied on top of twice. Projections run in groups that share
 the consumer and the transaction; each member still keeps its own position.
 """
 
@@ -30,9 +30,9 @@ POSITIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS parley_projection_positions (name text PRIMARY KEY, position bigint NOT NULL)"
 )
 NOTIFY_CHANNEL = "parley_projection"
-# After the CTE `moved` (name, position) of a group's new positions: one notice on NOTIFY_CHANNEL (the
-# statement's next parameter) for them all, "name:position,name:position", so a listener wakes once a batch.
 POSITIONS_MOVED = "PP001"  # SQLSTATE of parley_advance_projections when a position is not where expected
+# Moves a group's positions by compare-and-set and sends one notice for them all on `channel`,
+# "name:position,name:position", so a listener wakes once a batch.
 ADVANCE_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION parley_advance_projections(names text[], expected bigint[], reached bigint[],
                                                       channel text) RETURNS void LANGUAGE plpgsql AS $$
@@ -48,7 +48,6 @@ BEGIN
     END IF;
     PERFORM pg_notify(channel, (SELECT string_agg(n || ':' || r, ',') FROM unnest(names, reached) AS x(n, r)));
 END $$"""
-NOTICE = (", notice AS (SELECT pg_notify(%s, string_agg(name || ':' || position, ',')) FROM moved)")
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
 
@@ -96,28 +95,37 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
     `positions` are where the members stood after the last batch; the transaction moves them only if they
     still stand there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction
     of its own) makes this batch roll back and start again from what the rebuild left. A handler's
-    writes go out in pipeline mode, without waiting for each answer; one transaction serves the group."""
+    writes go out in pipeline mode, without waiting for each answer; one transaction serves the group.
+    A batch none of the group handles only moves the positions, in one statement."""
     names = [projection.name for projection in projections]
-    if not any(handles(projection, recorded) for projection in projections for recorded in batch):
-        return await skip_batch(conn, names, batch[-1].position)
     reached = dict(positions)
+    handled: dict[str, list[Recorded]] = {}
+    for projection in projections:
+        fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
+        if fresh:
+            reached[projection.name] = fresh[-1].position
+        handled[projection.name] = [recorded for recorded in fresh if handles(projection, recorded)]
     try:
+        if not any(handled.values()):
+            await advance(conn, names, positions, reached)
+            return reached
         async with conn.pipeline(), conn.transaction():
             for projection in projections:
-                fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
-                if fresh:
-                    await apply_events(conn, projection,
-                                       [recorded for recorded in fresh if handles(projection, recorded)])
-                    reached[projection.name] = fresh[-1].position
-            await conn.execute("SELECT parley_advance_projections(%s, %s, %s, %s)",
-                               (names, [positions[name] for name in names], [reached[name] for name in names],
-                                NOTIFY_CHANNEL))
+                await apply_events(conn, projection, handled[projection.name])
+            await advance(conn, names, positions, reached)
     except psycopg.Error as exc:
         if exc.sqlstate != POSITIONS_MOVED:
             raise
         log.info("a rebuild moved %s under a batch; applying it again", "+".join(names))
         return await apply_batch(conn, projections, batch, {name: await current_position(conn, name) for name in names})
     return reached
+
+
+async def advance(conn: psycopg.AsyncConnection, names: list[str], expected: dict[str, int],
+                  reached: dict[str, int]) -> None:
+    """Moves the positions from `expected` to `reached` and tells readers, or raises POSITIONS_MOVED."""
+    await conn.execute("SELECT parley_advance_projections(%s, %s, %s, %s)",
+                       (names, [expected[name] for name in names], [reached[name] for name in names], NOTIFY_CHANNEL))
 
 
 def handles(projection: Projection, recorded: Recorded) -> bool:
@@ -127,22 +135,12 @@ def handles(projection: Projection, recorded: Recorded) -> bool:
     return kinds is None or isinstance(recorded.event, kinds)
 
 
-async def skip_batch(conn: psycopg.AsyncConnection, names: list[str], position: int) -> dict[str, int]:
-    """Moves past a batch that changes none of the group's read models. A rebuild that ran meanwhile
-    may be ahead already: positions only move forward, which is right for events nobody applies."""
-    rows = await (await conn.execute(
-        "WITH moved AS (UPDATE parley_projection_positions AS p SET position = GREATEST(p.position, %s) "
-        f"WHERE p.name = ANY(%s) RETURNING p.name, p.position) {NOTICE} SELECT name, position FROM moved, notice",
-        (position, names, NOTIFY_CHANNEL))).fetchall()
-    return dict(rows)
-
-
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:
     """A projection that gains from batching (the search index embeds many passages at once) defines
     `apply_all` and takes the batch whole."""
-    apply_all = getattr(projection, "apply_all", None)
     if not events:
         return
+    apply_all = getattr(projection, "apply_all", None)
     if apply_all is not None:
         await apply_all(conn, events)
         return
@@ -178,10 +176,7 @@ async def rebuild(database_url: str, projection: Projection, store: EventStore) 
             while batch := await asyncio.to_thread(store.read, position, CATCH_UP_BATCH):
                 await apply_events(conn, projection, batch)
                 position = batch[-1].position
-            await conn.execute(
-                "UPDATE parley_projection_positions SET position = %s WHERE name = %s", (position, projection.name)
-            )
-            await conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, f"{projection.name}:{position}"))
+            await advance(conn, [projection.name], {projection.name: 0}, {projection.name: position})
         return position
 
 

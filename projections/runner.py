@@ -5,8 +5,8 @@ with an ordered consumer started just after the recorded position. Events arrive
 one batch is applied per transaction, so a position check is enough to drop the re-published duplicates
 of a relay restart. A message whose `previous` position is ahead of ours means the stream lost
 something (wiped, trimmed): we catch up from the store again. A batch moves the positions only from
-where it found them, so a concurrent rebuild is never applied on top of twice. Projections run in groups that share
-the consumer and the transaction; each member still keeps its own position.
+where it found them, so a concurrent rebuild is never applied on top of twice. Projections run in
+groups that share the consumer and the transaction; each member still keeps its own position.
 """
 
 from __future__ import annotations

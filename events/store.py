@@ -119,6 +119,16 @@ def _settle(batch: list[_Append], positions: list[int]) -> None:
         request.position = positions[offset - 1]
 
 
+def _failed(batch: list[_Append], exc: Exception) -> bool:
+    """Hands a failed write's error to its callers; True when the batch is to be written again one
+    append at a time instead (a stream version taken in a batch of several: the others still go in)."""
+    if isinstance(exc, VERSION_TAKEN) and len(batch) > 1:
+        return True
+    for request in batch:
+        request.error = StreamConflict(str(exc)) if isinstance(exc, VERSION_TAKEN) else exc
+    return False
+
+
 def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
     parts = urlsplit(database_url)
     return PostgresDatastore(
@@ -192,15 +202,10 @@ class EventStore:
         try:
             with self.datastore.get_connection() as conn:
                 _settle(batch, conn.execute(APPEND, _arguments(batch), prepare=True).fetchone()["parley_append"])
-        except VERSION_TAKEN as exc:
-            if len(batch) > 1:  # find the conflicting append: the others still go in
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting callers
+            if _failed(batch, exc):
                 for request in batch:
                     self._write([request])
-                return
-            batch[0].error = StreamConflict(str(exc))
-        except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
-            for request in batch:
-                request.error = exc
         for request in batch:
             request.done = True
 
@@ -251,15 +256,10 @@ class EventStore:
         try:
             async with self._pool.connection() as conn:
                 _settle(batch, (await (await conn.execute(APPEND, _arguments(batch), prepare=True)).fetchone())[0])
-        except VERSION_TAKEN as exc:
-            if len(batch) > 1:
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting callers
+            if _failed(batch, exc):
                 for request in batch:
                     await self._write_async([request])
-                return
-            batch[0].error = StreamConflict(str(exc))
-        except Exception as exc:  # noqa: BLE001 - handed to every waiting caller
-            for request in batch:
-                request.error = exc
 
     async def load_async(self, stream_id: uuid.UUID) -> list[Recorded]:
         assert self._pool is not None, "open_async() first"

@@ -171,7 +171,7 @@ class Runtime:
             for projection in self.projections.values():
                 await ensure_tables(conn, projection)
             await cursor_key(conn)
-        watch = PositionWatch(self.database_url, self.pool, self.settings.read_wait_seconds)
+        watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()
         self.services = Services(self.settings, self.store, self.pool, watch)
         realtime, tasks = await start_realtime(self)

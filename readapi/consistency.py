@@ -7,7 +7,6 @@ import asyncio
 import logging
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
 
 from projections.runner import NOTIFY_CHANNEL, POSITIONS_DDL
 
@@ -15,9 +14,8 @@ log = logging.getLogger("parley.consistency")
 
 
 class PositionWatch:
-    def __init__(self, database_url: str, pool: AsyncConnectionPool, max_wait: float):
+    def __init__(self, database_url: str, max_wait: float):
         self.database_url = database_url
-        self.pool = pool
         self.max_wait = max_wait
         self.positions: dict[str, int] = {}
         self._changed = asyncio.Condition()

@@ -40,6 +40,12 @@ def load_conversation(store: EventStore, principal: Principal,
                                                  "conversation"), "conversation")
 
 
+async def load_conversation_async(store: EventStore, principal: Principal,
+                                  conversation_id: uuid.UUID | None) -> Entity[ev.ConversationCreated]:
+    return pinned_to_its_website(principal, await load_async(store, conversation_id, ev.ConversationCreated,
+                                                             principal.org_id, "conversation"), "conversation")
+
+
 def load_message(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Entity[ev.MessageCreated]:
     return pinned_to_its_website(principal, load(store, message_id, ev.MessageCreated, principal.org_id, "message"),
                                  "message")
@@ -72,9 +78,7 @@ async def append_message(store: EventStore, principal: Principal, conversation: 
 async def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:
     if body.internal and not principal.is_operator:
         raise Forbidden("only an operator can write an internal note", "internal")
-    conversation = pinned_to_its_website(principal, await load_async(
-        store, parse_id(body.conversation_id), ev.ConversationCreated, principal.org_id, "conversation"),
-        "conversation")
+    conversation = await load_conversation_async(store, principal, parse_id(body.conversation_id))
     return await append_message(store, principal, conversation.created, content=body.content, sender=body.sender,
                                 reply_to=body.reply_to_message_id, internal=body.internal)
 

@@ -152,8 +152,9 @@ class Runtime:
         for name, make in WORKERS.items():
             self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
 
-    def _run_projections(self, group: list[Projection]) -> None:
-        runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream)
+    def _run_projections(self, group: list[Projection], on_reached=None) -> None:
+        runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
+                                  on_reached)
         self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
 
     async def create_app(self):
@@ -179,7 +180,7 @@ class Runtime:
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:
-            self._run_projections([self.projections["search"]])
+            self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
         return create_app(self.services)
 
     async def stop(self) -> None:

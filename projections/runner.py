@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 import zlib
-from typing import Protocol, Sequence
+from typing import Awaitable, Callable, Protocol, Sequence
 
 import psycopg
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -50,6 +50,8 @@ BEGIN
 END $$"""
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
+SKIPPED_STORE_SECONDS = 0.25  # how long a runner with `on_reached` keeps skipped positions in memory
+STORE_DUE = object()  # put in a runner's inbox when those positions are due to be stored
 
 
 class Projection(Protocol):
@@ -87,17 +89,9 @@ async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -
         )
 
 
-async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
-                      positions: dict[str, int]) -> dict[str, int]:
-    """Applies to each projection the events past its position, all in one transaction, and returns the
-    new positions by name.
-
-    `positions` are where the members stood after the last batch; the transaction moves them only if they
-    still stand there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction
-    of its own) makes this batch roll back and start again from what the rebuild left. A handler's
-    writes go out in pipeline mode, without waiting for each answer; one transaction serves the group.
-    A batch none of the group handles only moves the positions, in one statement."""
-    names = [projection.name for projection in projections]
+def plan_batch(projections: Sequence[Projection], batch: Sequence[Recorded],
+               positions: dict[str, int]) -> tuple[dict[str, int], dict[str, list[Recorded]]]:
+    """Where each member will stand after the batch, and the events past its position it must apply."""
     reached = dict(positions)
     handled: dict[str, list[Recorded]] = {}
     for projection in projections:
@@ -105,19 +99,35 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
         if fresh:
             reached[projection.name] = fresh[-1].position
         handled[projection.name] = [recorded for recorded in fresh if handles(projection, recorded)]
+    return reached, handled
+
+
+async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
+                      positions: dict[str, int], stored: dict[str, int] | None = None) -> dict[str, int]:
+    """Applies to each projection the events past its position, all in one transaction, and returns the
+    new positions by name.
+
+    `stored` is where the positions table has the members (by default `positions`; a runner that keeps
+    skipped batches in memory is ahead of it). The transaction moves them only if they still stand
+    there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction of its own)
+    makes this batch roll back and start again from what the rebuild left. A handler's writes go out in
+    pipeline mode, without waiting for each answer; one transaction serves the group. A batch none of
+    the group handles only moves the positions, in one statement."""
+    names = [projection.name for projection in projections]
+    reached, handled = plan_batch(projections, batch, positions)
     try:
         if not any(handled.values()):
-            await advance(conn, names, positions, reached)
+            await advance(conn, names, stored or positions, reached)
             return reached
         async with conn.pipeline(), conn.transaction():
             for projection in projections:
                 await apply_events(conn, projection, handled[projection.name])
-            await advance(conn, names, positions, reached)
+            await advance(conn, names, stored or positions, reached)
     except psycopg.Error as exc:
         if exc.sqlstate != POSITIONS_MOVED:
             raise
         log.info("a rebuild moved %s under a batch; applying it again", "+".join(names))
-        return await apply_batch(conn, projections, batch, {name: await current_position(conn, name) for name in names})
+        return await apply_batch(conn, projections, batch, await current_positions(conn, names))
     return reached
 
 
@@ -165,6 +175,10 @@ async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
     return row[0] if row else 0
 
 
+async def current_positions(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:
+    return {name: await current_position(conn, name) for name in names}
+
+
 async def rebuild(database_url: str, projection: Projection, store: EventStore) -> int:
     """Drops the read model and replays the whole store into it, in one transaction."""
     async with await connect(database_url) as conn:
@@ -192,16 +206,27 @@ async def catch_up_if_idle(database_url: str, projection: Projection, store: Eve
 
 class ProjectionRunner:
     """Runs a group of projections on one connection, one stream consumer and one transaction per batch:
-    the per-event cost of a consumer and a commit is paid once for the group, not once per read model."""
+    the per-event cost of a consumer and a commit is paid once for the group, not once per read model.
+
+    With `on_reached`, a reader in this process is told the group's positions after every batch, and a
+    batch none of the group handles is not stored at once: its positions wait in memory (at most
+    SKIPPED_STORE_SECONDS) for the next applied batch or a quiet moment. The search index, which
+    handles a few kinds of event, would otherwise spend a statement and a commit on every chat message."""
 
     def __init__(self, projections: Sequence[Projection], store: EventStore, database_url: str, nats_url: str,
-                 stream_name: str = stream.DEFAULT_STREAM):
+                 stream_name: str = stream.DEFAULT_STREAM,
+                 on_reached: Callable[[dict[str, int]], Awaitable[None]] | None = None):
         self.projections = list(projections)
-        self.name = "+".join(projection.name for projection in self.projections)
+        self.names = [projection.name for projection in self.projections]
+        self.name = "+".join(self.names)
         self.store = store
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream_name
+        self.on_reached = on_reached
+        self.positions: dict[str, int] = {}  # where the group has read to
+        self.stored: dict[str, int] = {}  # where the positions table has it
+        self._store_by: float | None = None  # when positions kept in memory must be stored
 
     async def run(self) -> None:
         await keep_running(f"projections {self.name}", self._run_once, log)
@@ -212,11 +237,12 @@ class ProjectionRunner:
                 await asyncio.sleep(1.0)
             for projection in self.projections:
                 await ensure_tables(conn, projection)
-            positions = await catch_up(conn, self.projections, self.store, {
-                projection.name: await current_position(conn, projection.name) for projection in self.projections})
+            self._store_by = None
+            self.positions = self.stored = await catch_up(
+                conn, self.projections, self.store, await current_positions(conn, self.names))
             nc = await stream.connect(self.nats_url)
             try:
-                await self._follow(conn, nc.jetstream(), positions)
+                await self._follow(conn, nc.jetstream())
             finally:
                 await nc.close()
 
@@ -232,14 +258,14 @@ class ProjectionRunner:
             taken.append(key)
         return True
 
-    async def _follow(self, conn: psycopg.AsyncConnection, js, positions: dict[str, int]) -> None:
+    async def _follow(self, conn: psycopg.AsyncConnection, js) -> None:
         await stream.ensure_stream(js, self.stream)
         inbox: asyncio.Queue = asyncio.Queue()
 
         async def enqueue(msg) -> None:
             inbox.put_nowait(msg)
 
-        start = await stream.first_seq_after(js, self.stream, min(positions.values()))
+        start = await stream.first_seq_after(js, self.stream, min(self.positions.values()))
         sub = await js.subscribe(
             stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start),
@@ -250,23 +276,60 @@ class ProjectionRunner:
                 while len(messages) < LIVE_BATCH and not inbox.empty():
                     messages.append(inbox.get_nowait())
                 batch: list[Recorded] = []
-                seen = min(positions.values())
+                seen = min(self.positions.values())
                 for msg in messages:
+                    if msg is STORE_DUE:
+                        continue
                     at = int(msg.headers[stream.POSITION])
                     if at <= seen:
                         continue
                     if int(msg.headers[stream.PREVIOUS]) > seen:
                         log.warning("stream gap before position %s for %s; catching up from the store", at, self.name)
                         if batch:
-                            positions = await apply_batch(conn, self.projections, batch, positions)
+                            await self._apply(conn, batch, inbox)
                             batch = []
-                        positions = await catch_up(conn, self.projections, self.store, positions)
-                        seen = min(positions.values())
+                        await self._store_positions(conn)
+                        self.positions = self.stored = await catch_up(conn, self.projections, self.store,
+                                                                      self.positions)
+                        seen = min(self.positions.values())
                         if at <= seen:
                             continue
                     batch.append(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0, decode_event(msg.data)))
                     seen = at
                 if batch:
-                    positions = await apply_batch(conn, self.projections, batch, positions)
+                    await self._apply(conn, batch, inbox)
+                if self._store_by is not None and asyncio.get_running_loop().time() >= self._store_by:
+                    await self._store_positions(conn)
         finally:
             await sub.unsubscribe()
+
+    async def _apply(self, conn: psycopg.AsyncConnection, batch: list[Recorded], inbox: asyncio.Queue) -> None:
+        if self.on_reached is None:
+            self.positions = self.stored = await apply_batch(conn, self.projections, batch, self.positions)
+            return
+        reached, handled = plan_batch(self.projections, batch, self.positions)
+        if any(handled.values()):
+            self.positions = self.stored = await apply_batch(conn, self.projections, batch, self.positions,
+                                                             self.stored)
+            self._store_by = None
+        else:
+            self.positions = reached
+            if self._store_by is None:
+                loop = asyncio.get_running_loop()
+                self._store_by = loop.time() + SKIPPED_STORE_SECONDS
+                loop.call_at(self._store_by, inbox.put_nowait, STORE_DUE)  # wakes the loop if nothing else does
+        await self.on_reached(self.positions)
+
+    async def _store_positions(self, conn: psycopg.AsyncConnection) -> None:
+        """Stores the positions kept in memory (and tells readers in other processes)."""
+        if self._store_by is None:
+            return
+        self._store_by = None
+        try:
+            await advance(conn, self.names, self.stored, self.positions)
+            self.stored = self.positions
+        except psycopg.Error as exc:
+            if exc.sqlstate != POSITIONS_MOVED:
+                raise
+            log.info("a rebuild moved %s; following on from it", self.name)
+            self.positions = self.stored = await current_positions(conn, self.names)

@@ -46,11 +46,18 @@ class PositionWatch:
                 log.exception("position watch lost its connection; reconnecting")
                 await asyncio.sleep(0.5)
 
+    async def observe(self, positions: dict[str, int]) -> None:
+        """Positions reached by a projection runner in this process, told before its notice arrives (or
+        instead of it, for a batch it keeps in memory)."""
+        await self._advance(list(positions.items()))
+
     async def _advance(self, reached: list[tuple[str, int]]) -> None:
+        # Only forward: a notice may arrive after this process was told of a later position, and a
+        # rebuild's reset is never seen (it replays to the end of the store in the same transaction).
         changed = False
         for name, position in reached:
-            if position != self.positions.get(name):
-                self.positions[name] = position  # a rebuild may move it back to zero, then forward again
+            if position > self.positions.get(name, -1):
+                self.positions[name] = position
                 changed = True
         if changed:
             async with self._changed:

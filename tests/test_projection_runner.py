@@ -1,18 +1,24 @@
 """The projection runner's batches against a real PostgreSQL: events none of a group handles only move
-its positions (and tell the read path), the rest are applied once, past each member's position."""
+its positions (and tell the read path), the rest are applied once, past each member's position. A
+runner whose readers share its process keeps skipped positions in memory for a moment, over a real
+relay and NATS stream."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import psycopg
 
 from commands.streams import now
 from events import types as ev
-from events.store import Recorded
+from events.store import EventStore, Pending, Recorded
+from events.stream import Relay
 from parley.ids import new_id
-from projections.runner import NOTIFY_CHANNEL, apply_batch, connect, ensure_tables
+from projections import runner as runner_module
+from projections.runner import NOTIFY_CHANNEL, ProjectionRunner, apply_batch, connect, current_position, ensure_tables
+from readapi.consistency import PositionWatch
 
 
 class MessagesSeen:
@@ -130,5 +136,89 @@ def test_a_batch_under_which_a_rebuild_moved_the_position_starts_again_from_ther
             assert projection.applied == [1, 2, 6, 6]  # the rolled-back attempt, then 6 alone
             rows = await (await conn.execute(f"SELECT position FROM {projection.name} ORDER BY 1")).fetchall()
             assert rows == [(1,), (6,)]
+
+    asyncio.run(scenario())
+
+
+async def eventually(check, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(infra, monkeypatch):
+    monkeypatch.setattr(runner_module, "SKIPPED_STORE_SECONDS", 1.5)
+    database_url = infra.new_database()
+    stream_name = f"TEST_{uuid.uuid4().hex[:10].upper()}"
+    store = EventStore(database_url, pool_size=2)
+    org_id = new_id()
+
+    def append(recorded: Recorded) -> int:
+        return store.append(Pending(recorded.stream_id, 1, recorded.event))
+
+    async def scenario() -> None:
+        projection = MessagesSeen()
+        told: list[int] = []
+
+        async def on_reached(positions: dict[str, int]) -> None:
+            told.append(positions[projection.name])
+
+        runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name, on_reached)
+        tasks = [asyncio.create_task(Relay(database_url, infra.nats_url, stream_name).run()),
+                 asyncio.create_task(runner.run())]
+        try:
+            async with await connect(database_url) as conn:
+                async def stored() -> int:
+                    return await current_position(conn, projection.name)
+
+                async def told_of(position: int) -> bool:
+                    return position in told
+
+                async def stored_at(position: int) -> bool:
+                    return await stored() == position
+
+                async def following() -> bool:
+                    return runner.positions != {}
+
+                await eventually(following)
+                skipped = await asyncio.to_thread(append, session(0, org_id))
+                await eventually(lambda: told_of(skipped))
+                assert await stored() < skipped  # told at once, kept in memory
+                await eventually(lambda: stored_at(skipped))  # and stored a moment later
+                assert projection.applied == []
+
+                again = await asyncio.to_thread(append, session(0, org_id))
+                handled = await asyncio.to_thread(append, message(0, org_id))
+                await eventually(lambda: told_of(handled))
+                # the applied batch moves the position from where the table had it, past the skipped one
+                assert await stored() == handled and projection.applied == [handled]
+                assert told == sorted(told) and again < handled
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+
+
+def test_the_position_watch_only_moves_forward(infra):
+    database_url = infra.new_database()
+
+    async def scenario() -> None:
+        watch = PositionWatch(database_url, max_wait=0.2)
+        await watch.start()
+        try:
+            await watch.observe({"seen": 10})
+            async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+                await conn.execute("SELECT pg_notify(%s, 'seen:5,other:3')", (NOTIFY_CHANNEL,))
+                await eventually(lambda: asyncio.sleep(0, result=watch.positions.get("other") == 3))
+            assert watch.positions["seen"] == 10  # a late notice does not take back what was told
+            assert await watch.wait_for(10, ("seen",)) and not await watch.wait_for(11, ("seen",))
+        finally:
+            await watch.stop()
 
     asyncio.run(scenario())

@@ -12,13 +12,13 @@ from parley.ids import parse_id
 from readapi.auth import authenticate
 from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, new_message, read_one
 from readapi.inbox import read_conversations
-from readapi.listing import Listing, listing_response, reader_of, register
+from readapi.listing import Listing, collection_listing, listing_response, register
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 
-register(Listing("websites", "websites:read", reader_of(WEBSITES)))
-register(Listing("customers", "customers:read", reader_of(CUSTOMERS)))
+register(collection_listing("websites", "websites:read", WEBSITES))
+register(collection_listing("customers", "customers:read", CUSTOMERS))
 register(Listing("conversations", "conversations:read", read_conversations, ("core", "inbox")))
-register(Listing("messages", "messages:read", reader_of(MESSAGES)))
+register(collection_listing("messages", "messages:read", MESSAGES))
 
 
 async def one_response(request: Request, collection: Collection, principal: Principal, record_id,

@@ -210,15 +210,19 @@ def test_the_position_watch_only_moves_forward(infra):
 
     async def scenario() -> None:
         watch = PositionWatch(database_url, max_wait=0.2)
-        await watch.start()
-        try:
-            await watch.observe({"seen": 10})
-            async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await conn.execute(runner_module.POSITIONS_DDL)
+            await conn.execute("INSERT INTO parley_projection_positions VALUES ('listening', 1)")
+            await watch.start()
+            try:
+                # the watch reads the stored positions once it listens
+                await eventually(lambda: asyncio.sleep(0, result="listening" in watch.positions))
+                await watch.observe({"seen": 10})
                 await conn.execute("SELECT pg_notify(%s, 'seen:5,other:3')", (NOTIFY_CHANNEL,))
                 await eventually(lambda: asyncio.sleep(0, result=watch.positions.get("other") == 3))
-            assert watch.positions["seen"] == 10  # a late notice does not take back what was told
-            assert await watch.wait_for(10, ("seen",)) and not await watch.wait_for(11, ("seen",))
-        finally:
-            await watch.stop()
+                assert watch.positions["seen"] == 10  # a late notice does not take back what was told
+                assert await watch.wait_for(10, ("seen",)) and not await watch.wait_for(11, ("seen",))
+            finally:
+                await watch.stop()
 
     asyncio.run(scenario())

@@ -6,7 +6,11 @@ and a write is visible to reads (by another credential) within 20 ms at p99.
 
     uv run python bench/write_read.py [--messages 2000] [--clients 4]
 
-Uses PARLEY_DATABASE_URL / PARLEY_NATS_URL when set, otherwise embedded servers in a temporary directory.
+It also prints the CPU each process spends per message (API, workers, and the embedded PostgreSQL and
+NATS): their sum over the machine's cores is the rate the machine can reach, whatever the latencies.
+
+Uses PARLEY_DATABASE_URL / PARLEY_NATS_URL when set, otherwise embedded servers in a temporary directory
+(with external servers, only the API and workers processes are measured).
 The clients are coroutines over `bench/rawhttp.py`, so the load generator takes little CPU from the server.
 """
 
@@ -65,9 +69,25 @@ def floor_rate(database_url: str, clients: int, per_client: int) -> float:
     return clients * per_client / run_parallel(clients, per_client, work)
 
 
+def cpu_seconds(roots: dict[str, tuple[psutil.Process, bool]]) -> dict[str, float]:
+    """CPU time used so far by each named process, with its children where asked (PostgreSQL's backends;
+    not the API process's, which are the workers, counted apart)."""
+    used = {}
+    for name, (root, with_children) in roots.items():
+        total = 0.0
+        for process in [root, *(root.children(recursive=True) if with_children else [])]:
+            try:
+                total += sum(process.cpu_times()[:2])
+            except psutil.NoSuchProcess:
+                pass
+        used[name] = total
+    return used
+
+
 async def measure(base_url: str, website_id: str, writer: dict, reader: dict, clients: int, per_client: int,
-                  server_process: psutil.Process) -> tuple[float, float, list[float], list[float]]:
-    """The rate of POSTs alone (and the server's CPU per message), then each write's latency and the time
+                  processes: dict[str, tuple[psutil.Process, bool]]) -> tuple[float, dict[str, float], list[float],
+                                                                                list[float]]:
+    """The rate of POSTs alone (and each process's CPU per message), then each write's latency and the time
     until another credential reads it, each client on its own conversation and connection."""
     setup = RawClient(base_url, writer)
     for credentials in (writer, reader):  # created on the store directly: usable once projected
@@ -116,10 +136,11 @@ async def measure(base_url: str, website_id: str, writer: dict, reader: dict, cl
         return time.perf_counter() - start
 
     await in_parallel(post_only, 50)  # warm-up
-    # The server's own CPU per message: steadier than a rate on a shared machine.
-    cpu_before = sum(server_process.cpu_times()[:2])
+    # CPU per message, by process: steadier than a rate on a shared machine, and it says where time goes.
+    cpu_before = cpu_seconds(processes)
     rate = clients * per_client / await in_parallel(post_only, per_client)
-    cpu_per_message = (sum(server_process.cpu_times()[:2]) - cpu_before) / (clients * per_client)
+    cpu_after = cpu_seconds(processes)
+    cpu_per_message = {name: (cpu_after[name] - cpu_before[name]) / (clients * per_client) for name in processes}
     await in_parallel(post_and_read, per_client)
     return rate, cpu_per_message, write_latency, visible_after
 
@@ -166,16 +187,21 @@ def main() -> None:
         writer = {"Authorization": f"Token {operator_token}"}
         reader = {"Authorization": "Basic " + base64.b64encode(key_secret.encode()).decode()}
         server_process = psutil.Process(server.pid)
+        workers = [child for child in server_process.children() if "spawn_main" in " ".join(child.cmdline())]
+        processes = {"API": (server_process, False), **({"workers": (workers[0], True)} if workers else {}),
+                     **{name: (psutil.Process(s.proc.pid), True) for name, s in zip(("PostgreSQL", "NATS"), started)}}
         api_rate, cpu_per_message, write_latency, visible_after = asyncio.run(
-            measure(base_url, str(website.id), writer, reader, args.clients, per_client, server_process))
+            measure(base_url, str(website.id), writer, reader, args.clients, per_client, processes))
         floor = floor_rate(database_url, args.clients, per_client)
 
         ms = 1000
         print(f"clients={args.clients} messages={args.clients * per_client}")
         print(f"floor (INSERT+COMMIT, {args.clients} connections): {floor:,.0f} rows/s")
         print(f"API POST /api/messages: {api_rate:,.0f} messages/s  = {api_rate / floor:.2f} x floor (goal >= 0.40)")
-        print(f"server process CPU per message: {cpu_per_message * 1000:.2f} ms "
-              f"(one core's ceiling: {1 / cpu_per_message:,.0f} messages/s)")
+        total = sum(cpu_per_message.values())
+        print("CPU per message: " + ", ".join(f"{name} {cpu * ms:.2f} ms" for name, cpu in cpu_per_message.items())
+              + f"; total {total * ms:.2f} ms, so {os.cpu_count()} cores cap the rate at "
+              f"{os.cpu_count() / total:,.0f} messages/s = {os.cpu_count() / total / floor:.2f} x floor")
         print(f"write latency p50 {statistics.median(write_latency) * ms:.1f} ms, "
               f"p99 {percentile(write_latency, 99) * ms:.1f} ms")
         print(f"visible to another credential after POST start: p50 {statistics.median(visible_after) * ms:.1f} ms,"

@@ -110,19 +110,26 @@ async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Proje
     `stored` is where the positions table has the members (by default `positions`; a runner that keeps
     skipped batches in memory is ahead of it). The transaction moves them only if they still stand
     there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction of its own)
-    makes this batch roll back and start again from what the rebuild left. A handler's writes go out in
-    pipeline mode, without waiting for each answer; one transaction serves the group. A batch none of
-    the group handles only moves the positions, in one statement."""
-    names = [projection.name for projection in projections]
+    makes this batch roll back and start again from what the rebuild left."""
     reached, handled = plan_batch(projections, batch, positions)
+    return await apply_plan(conn, projections, batch, reached, handled, stored or positions)
+
+
+async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
+                     reached: dict[str, int], handled: dict[str, list[Recorded]],
+                     stored: dict[str, int]) -> dict[str, int]:
+    """`apply_batch` for a batch already planned. A handler's writes go out in pipeline mode, without
+    waiting for each answer; one transaction serves the group. A batch none of the group handles only
+    moves the positions, in one statement."""
+    names = [projection.name for projection in projections]
     try:
         if not any(handled.values()):
-            await advance(conn, names, stored or positions, reached)
+            await advance(conn, names, stored, reached)
             return reached
         async with conn.pipeline(), conn.transaction():
             for projection in projections:
                 await apply_events(conn, projection, handled[projection.name])
-            await advance(conn, names, stored or positions, reached)
+            await advance(conn, names, stored, reached)
     except psycopg.Error as exc:
         if exc.sqlstate != POSITIONS_MOVED:
             raise
@@ -304,13 +311,10 @@ class ProjectionRunner:
             await sub.unsubscribe()
 
     async def _apply(self, conn: psycopg.AsyncConnection, batch: list[Recorded], inbox: asyncio.Queue) -> None:
-        if self.on_reached is None:
-            self.positions = self.stored = await apply_batch(conn, self.projections, batch, self.positions)
-            return
         reached, handled = plan_batch(self.projections, batch, self.positions)
-        if any(handled.values()):
-            self.positions = self.stored = await apply_batch(conn, self.projections, batch, self.positions,
-                                                             self.stored)
+        if self.on_reached is None or any(handled.values()):
+            self.positions = self.stored = await apply_plan(conn, self.projections, batch, reached, handled,
+                                                            self.stored)
             self._store_by = None
         else:
             self.positions = reached
@@ -318,7 +322,8 @@ class ProjectionRunner:
                 loop = asyncio.get_running_loop()
                 self._store_by = loop.time() + SKIPPED_STORE_SECONDS
                 loop.call_at(self._store_by, inbox.put_nowait, STORE_DUE)  # wakes the loop if nothing else does
-        await self.on_reached(self.positions)
+        if self.on_reached is not None:
+            await self.on_reached(self.positions)
 
     async def _store_positions(self, conn: psycopg.AsyncConnection) -> None:
         """Stores the positions kept in memory (and tells readers in other processes)."""

@@ -6,6 +6,7 @@ relay and NATS stream."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 import uuid
 
@@ -141,8 +142,9 @@ def test_a_batch_under_which_a_rebuild_moved_the_position_starts_again_from_ther
 
 
 async def eventually(check, timeout: float = 10.0) -> None:
+    """Waits until `check()` (a bool, or an awaitable of one) holds."""
     deadline = time.monotonic() + timeout
-    while not await check():
+    while not (await result if inspect.isawaitable(result := check()) else result):
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.01)
 
@@ -172,25 +174,19 @@ def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(inf
                 async def stored() -> int:
                     return await current_position(conn, projection.name)
 
-                async def told_of(position: int) -> bool:
-                    return position in told
-
                 async def stored_at(position: int) -> bool:
                     return await stored() == position
 
-                async def following() -> bool:
-                    return runner.positions != {}
-
-                await eventually(following)
+                await eventually(lambda: runner.positions != {})
                 skipped = await asyncio.to_thread(append, session(0, org_id))
-                await eventually(lambda: told_of(skipped))
+                await eventually(lambda: skipped in told)
                 assert await stored() < skipped  # told at once, kept in memory
                 await eventually(lambda: stored_at(skipped))  # and stored a moment later
                 assert projection.applied == []
 
                 again = await asyncio.to_thread(append, session(0, org_id))
                 handled = await asyncio.to_thread(append, message(0, org_id))
-                await eventually(lambda: told_of(handled))
+                await eventually(lambda: handled in told)
                 # the applied batch moves the position from where the table had it, past the skipped one
                 assert await stored() == handled and projection.applied == [handled]
                 assert told == sorted(told) and again < handled
@@ -216,10 +212,10 @@ def test_the_position_watch_only_moves_forward(infra):
             await watch.start()
             try:
                 # the watch reads the stored positions once it listens
-                await eventually(lambda: asyncio.sleep(0, result="listening" in watch.positions))
+                await eventually(lambda: "listening" in watch.positions)
                 await watch.observe({"seen": 10})
                 await conn.execute("SELECT pg_notify(%s, 'seen:5,other:3')", (NOTIFY_CHANNEL,))
-                await eventually(lambda: asyncio.sleep(0, result=watch.positions.get("other") == 3))
+                await eventually(lambda: watch.positions.get("other") == 3)
                 assert watch.positions["seen"] == 10  # a late notice does not take back what was told
                 assert await watch.wait_for(10, ("seen",)) and not await watch.wait_for(11, ("seen",))
             finally:

@@ -215,11 +215,9 @@ def order_clause(collection: Collection, params: Mapping[str, str]) -> str:
     return f"{column} {direction}, id {direction}"
 
 
-async def read_list(conn: psycopg.AsyncConnection, collection: Collection, principal: Principal,
-                    params: Mapping[str, str]) -> list[Any]:
-    """GET /api/<collection> with the contract's offset parameters: `limit` 0 means no limit."""
+def list_query(collection: Collection, principal: Principal, params: Mapping[str, str]) -> tuple[str, list[Any]]:
+    """The SQL of GET /api/<collection> with the contract's offset parameters: `limit` 0 means no limit."""
     limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
-    fields = parse_fields(params, collection.shape)
     where, args = scope_clauses(collection, principal)
     more_where, more_args = filter_clauses(collection, params)
     sql = (f"SELECT {collection.select} FROM {collection.table} WHERE {' AND '.join(where + more_where)} "
@@ -228,7 +226,13 @@ async def read_list(conn: psycopg.AsyncConnection, collection: Collection, princ
         sql += f" LIMIT {limit}"
     if skip:
         sql += f" OFFSET {skip}"
-    rows = await (await conn.execute(sql, [*args, *more_args])).fetchall()
+    return sql, [*args, *more_args]
+
+
+async def read_list(conn: psycopg.AsyncConnection, collection: Collection, principal: Principal,
+                    params: Mapping[str, str]) -> list[Any]:
+    fields = parse_fields(params, collection.shape)
+    rows = await (await conn.execute(*list_query(collection, principal, params))).fetchall()
     return project([collection.row_object(row) for row in rows], fields)
 
 

@@ -76,9 +76,9 @@ async def visitor_messages(conn: psycopg.AsyncConnection, org_id: uuid.UUID, cus
                            conversation_id: uuid.UUID | None = None,
                            message_id: uuid.UUID | None = None) -> list[ChatMessage]:
     """The visitor's transcript (of one conversation, or one message of it): never an internal note."""
-    sql = (f"{MESSAGE_SELECT} WHERE NOT m.internal AND m.conversation_id IN "
+    sql = (f"{MESSAGE_SELECT} WHERE NOT m.internal AND m.org_id = %s AND m.conversation_id IN "
            f"(SELECT id FROM rm_conversations WHERE {VISITOR_CONVERSATIONS})")
-    args: list[Any] = [org_id, customer_id]
+    args: list[Any] = [org_id, org_id, customer_id]
     if conversation_id is not None:
         sql, args = sql + " AND m.conversation_id = %s", [*args, conversation_id]
     if message_id is not None:

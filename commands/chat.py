@@ -20,7 +20,7 @@ from commands.customers import Field
 from commands.errors import Invalid, NotFound, Unauthorized
 from commands.messages import MAX_CONTENT, append_message
 from commands.principal import Principal
-from commands.streams import Entity, load, load_async, name_stream, now
+from commands.streams import Entity, load, load_created_async, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
 from parley.ids import new_id, parse_id
@@ -133,9 +133,9 @@ def _append_session(store: EventStore, website: ev.WebsiteCreated, binding: tupl
     return Session(token, customer_id, store.append(*pending))
 
 
-def own_conversation(principal: Principal, conversation: Entity[ev.ConversationCreated]) -> Entity[ev.ConversationCreated]:
+def own_conversation(principal: Principal, conversation: ev.ConversationCreated) -> ev.ConversationCreated:
     """The visitor's own conversation; another visitor's or an operator-only one is 404."""
-    if conversation.created.customer_id != principal.customer_id or conversation.created.operator_only:
+    if conversation.customer_id != principal.customer_id or conversation.operator_only:
         raise NotFound("conversation not found")
     return conversation
 
@@ -149,9 +149,9 @@ def start_conversation(store: EventStore, principal: Principal) -> Created:
 
 
 async def post_message(store: EventStore, principal: Principal, body: VisitorMessage) -> Created:
-    conversation = own_conversation(principal, await load_async(
+    conversation = own_conversation(principal, await load_created_async(
         store, parse_id(body.conversation_id), ev.ConversationCreated, principal.org_id, "conversation"))
-    return await append_message(store, principal, conversation.created, content=body.content, sender="customer",
+    return await append_message(store, principal, conversation, content=body.content, sender="customer",
                                 reply_to=body.reply_to_message_id)
 
 

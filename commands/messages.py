@@ -10,7 +10,7 @@ import msgspec
 from commands.admin import Created
 from commands.errors import Forbidden, NotFound
 from commands.principal import Principal
-from commands.streams import E, Entity, load, load_async, now
+from commands.streams import Entity, load, load_created_async, now
 from events import types as ev
 from events.store import EventStore, Pending
 from parley.ids import new_id, parse_id
@@ -26,29 +26,33 @@ class MessageCreate(msgspec.Struct, forbid_unknown_fields=True, rename={"sender"
     internal: bool = False
 
 
-def pinned_to_its_website(principal: Principal, entity: Entity[E], what: str) -> Entity[E]:
+def check_pinned_website(principal: Principal, created: ev.ConversationCreated | ev.MessageCreated, what: str) -> None:
     """A key pinned to a website sees only that website's conversations and messages."""
-    if principal.website_id is not None and entity.created.website_id != principal.website_id:
+    if principal.website_id is not None and created.website_id != principal.website_id:
         raise NotFound(f"{what} not found")
-    return entity
 
 
 def load_conversation(store: EventStore, principal: Principal,
                       conversation_id: uuid.UUID | None) -> Entity[ev.ConversationCreated]:
     """A conversation the principal may see: its organization's, and its website's for a pinned key."""
-    return pinned_to_its_website(principal, load(store, conversation_id, ev.ConversationCreated, principal.org_id,
-                                                 "conversation"), "conversation")
+    conversation = load(store, conversation_id, ev.ConversationCreated, principal.org_id, "conversation")
+    check_pinned_website(principal, conversation.created, "conversation")
+    return conversation
 
 
-async def load_conversation_async(store: EventStore, principal: Principal,
-                                  conversation_id: uuid.UUID | None) -> Entity[ev.ConversationCreated]:
-    return pinned_to_its_website(principal, await load_async(store, conversation_id, ev.ConversationCreated,
-                                                             principal.org_id, "conversation"), "conversation")
+async def conversation_created_async(store: EventStore, principal: Principal,
+                                     conversation_id: uuid.UUID | None) -> ev.ConversationCreated:
+    """`load_conversation` for a decision that needs only what the conversation was created as."""
+    created = await load_created_async(store, conversation_id, ev.ConversationCreated, principal.org_id,
+                                       "conversation")
+    check_pinned_website(principal, created, "conversation")
+    return created
 
 
 def load_message(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Entity[ev.MessageCreated]:
-    return pinned_to_its_website(principal, load(store, message_id, ev.MessageCreated, principal.org_id, "message"),
-                                 "message")
+    message = load(store, message_id, ev.MessageCreated, principal.org_id, "message")
+    check_pinned_website(principal, message.created, "message")
+    return message
 
 
 async def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to: str | None) -> uuid.UUID | None:
@@ -56,8 +60,8 @@ async def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to
     reply_id = parse_id(reply_to)
     if reply_id is None:
         return None
-    history = await store.load_async(reply_id)
-    if history and isinstance(history[0].event, ev.MessageCreated) and history[0].event.conversation_id == conversation_id:
+    first = await store.first_async(reply_id)
+    if first and isinstance(first.event, ev.MessageCreated) and first.event.conversation_id == conversation_id:
         return reply_id
     return None
 
@@ -78,8 +82,8 @@ async def append_message(store: EventStore, principal: Principal, conversation: 
 async def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:
     if body.internal and not principal.is_operator:
         raise Forbidden("only an operator can write an internal note", "internal")
-    conversation = await load_conversation_async(store, principal, parse_id(body.conversation_id))
-    return await append_message(store, principal, conversation.created, content=body.content, sender=body.sender,
+    conversation = await conversation_created_async(store, principal, parse_id(body.conversation_id))
+    return await append_message(store, principal, conversation, content=body.content, sender=body.sender,
                                 reply_to=body.reply_to_message_id, internal=body.internal)
 
 

@@ -30,11 +30,17 @@ class Entity(Generic[E]):
     history: list[Recorded]
 
 
-def entity_of(history: list[Recorded], created_type: type[E], org_id: uuid.UUID, what: str) -> Entity[E]:
-    """An entity of this organization from its stream; anything else (missing, other kind, other org) is 404."""
-    if not history or not isinstance(history[0].event, created_type) or history[0].event.org_id != org_id:
+def created_of(first: Recorded | None, created_type: type[E], org_id: uuid.UUID, what: str) -> E:
+    """The event that created an entity of this organization; anything else (missing, other kind, other
+    org) is 404."""
+    if first is None or not isinstance(first.event, created_type) or first.event.org_id != org_id:
         raise NotFound(f"{what} not found")
-    return Entity(history[0].event, history[-1].version, history)
+    return first.event
+
+
+def entity_of(history: list[Recorded], created_type: type[E], org_id: uuid.UUID, what: str) -> Entity[E]:
+    return Entity(created_of(history[0] if history else None, created_type, org_id, what), history[-1].version,
+                  history)
 
 
 def load(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], org_id: uuid.UUID,
@@ -42,6 +48,7 @@ def load(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], 
     return entity_of(store.load(stream_id) if stream_id else [], created_type, org_id, what)
 
 
-async def load_async(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E], org_id: uuid.UUID,
-                     what: str) -> Entity[E]:
-    return entity_of(await store.load_async(stream_id) if stream_id else [], created_type, org_id, what)
+async def load_created_async(store: EventStore, stream_id: uuid.UUID | None, created_type: type[E],
+                             org_id: uuid.UUID, what: str) -> E:
+    """What an entity was created as, for a decision that needs nothing it became later: one cached read."""
+    return created_of(await store.first_async(stream_id) if stream_id else None, created_type, org_id, what)

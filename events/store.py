@@ -91,6 +91,9 @@ SELECT_LOG = (f"SELECT notification_id, originator_id, state FROM {EVENTS_TABLE}
 VERSION_TAKEN = (psycopg.IntegrityError, RecorderIntegrityError)
 SELECT_STREAM = (f"SELECT originator_version, state FROM {EVENTS_TABLE} WHERE originator_id = %s "
                  "ORDER BY originator_version")
+SELECT_FIRST = SELECT_STREAM + " LIMIT 1"
+# Streams whose first event a process keeps (a conversation's, for every message posted to it).
+CACHED_FIRST_EVENTS = 20_000
 
 
 @dataclass
@@ -164,6 +167,7 @@ class EventStore:
         self._pool: AsyncConnectionPool | None = None
         self._async_queue: list[tuple[_Append, asyncio.Future]] = []
         self._async_writer: asyncio.Task | None = None
+        self._first_events: dict[uuid.UUID, Recorded] = {}
 
     @staticmethod
     def _request(pending: Sequence[Pending]) -> _Append:
@@ -266,6 +270,21 @@ class EventStore:
         async with self._pool.connection() as conn:
             rows = await (await conn.execute(SELECT_STREAM, (stream_id,), prepare=True)).fetchall()
         return [Recorded(0, stream_id, version, decode_event(state)) for version, state in rows]
+
+    async def first_async(self, stream_id: uuid.UUID) -> Recorded | None:
+        """A stream's first event, or None for a stream with none yet. Events never change and versions
+        are never reused, so once read it is kept (the oldest kept is forgotten first)."""
+        first = self._first_events.get(stream_id)
+        if first is None:
+            assert self._pool is not None, "open_async() first"
+            async with self._pool.connection() as conn:
+                row = await (await conn.execute(SELECT_FIRST, (stream_id,), prepare=True)).fetchone()
+            if row is None:
+                return None
+            if len(self._first_events) >= CACHED_FIRST_EVENTS:
+                del self._first_events[next(iter(self._first_events))]
+            first = self._first_events[stream_id] = Recorded(0, stream_id, row[0], decode_event(row[1]))
+        return first
 
     # --- the log
 

@@ -86,3 +86,23 @@ def test_async_appends_group_commit_record_positions_and_conflicts(store):
             await store.close_async()
 
     asyncio.run(scenario())
+
+
+def test_a_streams_first_event_is_kept_once_read_but_a_missing_stream_is_not(store):
+    org_id, stream = new_id(), new_id()
+
+    async def scenario() -> None:
+        await store.open_async()
+        try:
+            assert await store.first_async(stream) is None  # not remembered as missing: it may be created next
+            store.append(Pending(stream, 1, organization(org_id)))
+            first = await store.first_async(stream)
+            assert first is not None and first.version == 1 and first.event.name == "Acme"
+            store.append(Pending(stream, 2, organization(org_id, "later")))
+            assert (await store.first_async(stream)).event.name == "Acme"
+            await store.close_async()  # kept: served without the database
+            assert await store.first_async(stream) is first
+        finally:
+            await store.close_async()
+
+    asyncio.run(scenario())

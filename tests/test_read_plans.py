@@ -1,7 +1,8 @@
 """The hot list reads use an index that gives their order, whatever statistics the planner has.
 
 A fresh deployment (or a table autovacuum has not analyzed yet) has none; a plan that sorts a whole
-conversation to return its newest three messages costs a millisecond per read at a few thousand messages.
+conversation to return its newest three messages costs a millisecond per read at a few thousand messages,
+and one that sorts an organization's conversations for the newest twenty, 25 ms at 200,000.
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from dataclasses import dataclass
 
 import psycopg
 import pytest
 
 from commands.principal import Principal
 from projections.core import CoreProjection
-from readapi.collections import MESSAGES, list_query
+from readapi.collections import CONVERSATIONS, MESSAGES, Collection, list_query
 
 ROWS = 4000
-CONVERSATIONS = 4
+CONVERSATION_COUNT = 20_000
+TALKING = 4  # conversations that hold the messages
+WEBSITES = 3
 
 
 async def plan_of(database_url: str, sql: str, args: list) -> dict:
@@ -31,33 +35,59 @@ def nodes(plan: dict) -> list[dict]:
     return [plan, *[node for child in plan.get("Plans", []) for node in nodes(child)]]
 
 
+@dataclass
+class Seeded:
+    database_url: str
+    org_id: uuid.UUID
+    websites: list[uuid.UUID]
+    conversations: list[uuid.UUID]
+
+    def plan(self, collection: Collection, params: dict[str, str]) -> dict:
+        sql, args = list_query(collection, Principal("operator", self.org_id, uuid.uuid4()), params)
+        return asyncio.run(plan_of(self.database_url, sql, args))
+
+
 @pytest.fixture(scope="module")
-def unanalyzed_messages(infra) -> tuple[str, uuid.UUID, list[uuid.UUID]]:
-    """Messages of one organization in a few conversations, in a table the planner knows nothing about."""
-    database_url = infra.new_database()
-    org_id, conversations = uuid.uuid4(), [uuid.uuid4() for _ in range(CONVERSATIONS)]
+def unanalyzed(infra) -> Seeded:
+    """One organization's conversations over a few websites and their messages, in tables the planner
+    knows nothing about."""
+    seeded = Seeded(infra.new_database(), uuid.uuid4(), [uuid.uuid4() for _ in range(WEBSITES)],
+                    [uuid.uuid4() for _ in range(CONVERSATION_COUNT)])
 
     async def seed() -> None:
-        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(seeded.database_url, autocommit=True) as conn:
             await CoreProjection().create(conn)
-            await conn.execute("ALTER TABLE rm_messages SET (autovacuum_enabled = false)")
+            for table in ("rm_conversations", "rm_messages"):
+                await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+            await conn.execute(
+                "INSERT INTO rm_conversations (id, org_id, website_id, customer_id, created_at, last_edit_time) "
+                "SELECT id, %s, (%s::uuid[])[1 + n %% %s], gen_random_uuid(), now(), now() + n * interval '1 ms' "
+                "FROM unnest(%s::uuid[]) WITH ORDINALITY AS c(id, n)",
+                (seeded.org_id, seeded.websites, WEBSITES, seeded.conversations))
             await conn.execute(
                 "INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, creation_time) "
                 "SELECT gen_random_uuid(), %s, %s, (%s::uuid[])[1 + n %% %s], 'hello', 'customer', "
                 "now() + n * interval '1 ms' FROM generate_series(1, %s) AS n",
-                (org_id, uuid.uuid4(), conversations, CONVERSATIONS, ROWS))
+                (seeded.org_id, seeded.websites[0], seeded.conversations[:TALKING], TALKING, ROWS))
 
     asyncio.run(seed())
-    return database_url, org_id, conversations
+    return seeded
+
+
+def assert_read_by_index_without_a_sort(plan: dict, index: str) -> None:
+    assert "Sort" not in [node["Node Type"] for node in nodes(plan)], json.dumps(plan, indent=1)
+    assert any(node.get("Index Name") == index for node in nodes(plan)), json.dumps(plan, indent=1)
 
 
 @pytest.mark.parametrize("direction", ["DESC", "ASC"])
-def test_a_conversations_messages_are_read_in_index_order_without_a_sort(unanalyzed_messages, direction):
-    database_url, org_id, conversations = unanalyzed_messages
-    principal = Principal("operator", org_id, uuid.uuid4())
-    sql, args = list_query(MESSAGES, principal, {"conversationId": str(conversations[0]), "limit": "3",
-                                                 "sortField": "creationTime", "sortDirection": direction})
-    plan = asyncio.run(plan_of(database_url, sql, args))
-    kinds = [node["Node Type"] for node in nodes(plan)]
-    assert "Sort" not in kinds, json.dumps(plan, indent=1)
-    assert any(node.get("Index Name") == "rm_messages_org_conversation" for node in nodes(plan)), json.dumps(plan)
+def test_a_conversations_messages_are_read_in_index_order_without_a_sort(unanalyzed, direction):
+    plan = unanalyzed.plan(MESSAGES, {"conversationId": str(unanalyzed.conversations[0]), "limit": "3",
+                                      "sortField": "creationTime", "sortDirection": direction})
+    assert_read_by_index_without_a_sort(plan, "rm_messages_org_conversation")
+
+
+def test_the_newest_conversations_are_read_in_index_order_without_a_sort(unanalyzed):
+    assert_read_by_index_without_a_sort(unanalyzed.plan(CONVERSATIONS, {"limit": "20"}), "rm_conversations_recent")
+    assert_read_by_index_without_a_sort(
+        unanalyzed.plan(CONVERSATIONS, {"websiteId": str(unanalyzed.websites[1]), "limit": "20"}),
+        "rm_conversations_website_recent")

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS rm_customers (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, email text, nickname text, phone text,
     language text, user_id text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_customers_org ON rm_customers (org_id, website_id, id);
+CREATE INDEX IF NOT EXISTS rm_customers_in_org ON rm_customers (org_id, id);  -- the list's default order
 CREATE INDEX IF NOT EXISTS rm_customers_email ON rm_customers (org_id, email);
 CREATE INDEX IF NOT EXISTS rm_customers_user ON rm_customers (org_id, user_id);
 CREATE TABLE IF NOT EXISTS rm_conversations (
@@ -61,7 +62,9 @@ CREATE TABLE IF NOT EXISTS rm_messages (
 -- the index matches the whole filter and the order, so the planner takes it even before statistics exist.
 DROP INDEX IF EXISTS rm_messages_conversation;
 CREATE INDEX IF NOT EXISTS rm_messages_org_conversation ON rm_messages (org_id, conversation_id, creation_time, id);
-CREATE INDEX IF NOT EXISTS rm_messages_org ON rm_messages (org_id, website_id, id);
+-- The organization's messages in the list's default order, when no conversation is named.
+DROP INDEX IF EXISTS rm_messages_org;
+CREATE INDEX IF NOT EXISTS rm_messages_recent ON rm_messages (org_id, creation_time, id);
 """
 
 Handler = Callable[[psycopg.AsyncConnection, Recorded], Awaitable[None]]

@@ -119,17 +119,26 @@ async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projec
                      reached: dict[str, int], handled: dict[str, list[Recorded]],
                      stored: dict[str, int]) -> dict[str, int]:
     """`apply_batch` for a batch already planned. A handler's writes go out in pipeline mode, without
-    waiting for each answer; one transaction serves the group. A batch none of the group handles only
-    moves the positions, in one statement."""
+    waiting for each answer, in the pipeline's implicit transaction (no BEGIN and COMMIT to send): the
+    group's writes and positions commit together at its closing Sync. A batch none of the group handles
+    only moves the positions, in one statement."""
+    assert conn.autocommit, "the pipeline's implicit transaction needs an autocommit connection"
     names = [projection.name for projection in projections]
     try:
         if not any(handled.values()):
             await advance(conn, names, stored, reached)
             return reached
-        async with conn.pipeline(), conn.transaction():
-            for projection in projections:
-                await apply_events(conn, projection, handled[projection.name])
-            await advance(conn, names, stored, reached)
+        async with conn.pipeline():
+            try:
+                for projection in projections:
+                    await apply_events(conn, projection, handled[projection.name])
+                await advance(conn, names, stored, reached)
+            except BaseException as exc:
+                if getattr(exc, "sqlstate", None) is None:
+                    # The server has not aborted the transaction, and the Sync would commit a part of the
+                    # batch: closing the connection first rolls it back (the runner reconnects).
+                    await conn.close()
+                raise
     except psycopg.Error as exc:
         if exc.sqlstate != POSITIONS_MOVED:
             raise

@@ -11,6 +11,7 @@ import time
 import uuid
 
 import psycopg
+import pytest
 
 from commands.streams import now
 from events import types as ev
@@ -137,6 +138,41 @@ def test_a_batch_under_which_a_rebuild_moved_the_position_starts_again_from_ther
             assert projection.applied == [1, 2, 6, 6]  # the rolled-back attempt, then 6 alone
             rows = await (await conn.execute(f"SELECT position FROM {projection.name} ORDER BY 1")).fetchall()
             assert rows == [(1,), (6,)]
+
+    asyncio.run(scenario())
+
+
+class FailsOnSecond(MessagesSeen):
+    """Writes its first event, then fails on the second: in Python, or in psycopg before the server sees it."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__()
+        self.failure = failure
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        if self.applied:
+            if self.failure == "python":
+                raise RuntimeError("a handler's bug")
+            await conn.execute("SELECT %s", (object(),))  # psycopg cannot adapt it: a client-side error
+        await super().apply(conn, recorded)
+
+
+@pytest.mark.parametrize("failure", ["python", "client-side psycopg"])
+def test_a_batch_that_fails_outside_the_server_commits_nothing(infra, failure):
+    """The batch's writes go out in the pipeline's implicit transaction, which the closing Sync would
+    commit: a failure the server did not see must still leave neither rows nor positions behind."""
+    database_url = infra.new_database()
+    org_id = new_id()
+
+    async def scenario() -> None:
+        projection = FailsOnSecond(failure)
+        async with await connect(database_url) as conn:
+            await ensure_tables(conn, projection)
+            with pytest.raises((RuntimeError, psycopg.ProgrammingError)):
+                await apply_batch(conn, [projection], [message(1, org_id), message(2, org_id)], {projection.name: 0})
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as check:
+            assert await (await check.execute(f"SELECT position FROM {projection.name}")).fetchall() == []
+            assert await current_position(check, projection.name) == 0
 
     asyncio.run(scenario())
 

@@ -69,14 +69,16 @@ async def quoted_message(store: EventStore, conversation_id: uuid.UUID, reply_to
 async def append_message(store: EventStore, principal: Principal, conversation: ev.ConversationCreated, *,
                          content: str, sender: str, reply_to: str | None = None, internal: bool = False) -> Created:
     """Runs on the event loop: posting messages is the hot write path, and a worker thread per post would
-    queue behind the interpreter lock of a busy API process."""
+    queue behind the interpreter lock of a busy API process. The principal may be one the API kept from an
+    earlier request: the append raises `CredentialsChanged` if its credential may have been revoked since."""
     message_id = new_id()
     created = ev.MessageCreated(
         org_id=principal.org_id, at=now(), message_id=message_id, conversation_id=conversation.conversation_id,
         website_id=conversation.website_id, content=content, sender=sender,
         reply_to=await quoted_message(store, conversation.conversation_id, reply_to), internal=internal,
         operator_id=principal.operator_id)
-    return Created(message_id, await store.append_async(Pending(message_id, 1, created)), created)
+    position = await store.append_async(Pending(message_id, 1, created), credential_generation=principal.generation)
+    return Created(message_id, position, created)
 
 
 async def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:

@@ -22,6 +22,9 @@ class Principal:
     operator_id: uuid.UUID | None = None
     customer_id: uuid.UUID | None = None  # the visitor of a chat session
     rate_per_minute: int | None = None
+    # The credential generation it was looked up at: a write made for it is refused once a revocation
+    # has moved the generation on (None: not looked up, as the CLI's own principals).
+    generation: int | None = None
 
     @property
     def is_operator(self) -> bool:

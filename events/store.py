@@ -26,10 +26,19 @@ from events.types import EVENT_TYPES, Event
 
 EVENTS_TABLE = "parley_events"
 NOTIFY_CHANNEL = EVENTS_TABLE  # the recorder NOTIFYs on a channel named after its table
+# A counter the read model moves on in the transaction that revokes a credential (an API key, an
+# operator token), so a process that keeps credentials it looked up can tell they may be stale.
+CREDENTIAL_GENERATION = "parley_credential_generation"
+CREDENTIALS_CHANGED = "PC001"  # SQLSTATE of parley_append refusing an append for that reason
 
 
 class StreamConflict(Exception):
     """Another writer appended to the stream first."""
+
+
+class CredentialsChanged(Exception):
+    """A credential was revoked after the append's was checked, so the append was refused: check the
+    credential again before writing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +75,20 @@ def decode_event(data: bytes) -> Event:
 # transaction): the table lock makes insert order commit order, so a reader following positions never
 # passes a gap that fills in later; the NOTIFY wakes the relay; each organization's latest position
 # commits with its events, for reads that wait to see their writes.
+# `generations` are the credential generations at which the appends' credentials were checked (see
+# CREDENTIAL_GENERATION); a revocation since then refuses the whole append, before it writes anything.
 APPEND_FUNCTION = f"""
+DROP FUNCTION IF EXISTS parley_append(uuid[], bigint[], text[], bytea[], uuid[]);
 CREATE OR REPLACE FUNCTION parley_append(streams uuid[], versions bigint[], topics text[], states bytea[],
-                                         orgs uuid[]) RETURNS bigint[] LANGUAGE plpgsql AS $$
+                                         orgs uuid[], generations bigint[]) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
 DECLARE
     positions bigint[];
 BEGIN
+    IF generations <> '{{}}' AND EXISTS (SELECT 1 FROM unnest(generations) AS checked(generation)
+            WHERE generation <> (SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
+        RAISE EXCEPTION 'a credential was revoked since it was checked' USING ERRCODE = '{CREDENTIALS_CHANGED}';
+    END IF;
     LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;
     NOTIFY {NOTIFY_CHANNEL};
     WITH inserted AS (
@@ -83,7 +100,7 @@ BEGIN
     ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position);
     RETURN positions;
 END $$"""
-APPEND = "SELECT parley_append(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[])"
+APPEND = "SELECT parley_append(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
 SCHEMA_LOCK = 0x70617273  # serializes the store's DDL between processes starting together
 SELECT_LOG = (f"SELECT notification_id, originator_id, state FROM {EVENTS_TABLE} WHERE notification_id > %s "
               "ORDER BY notification_id LIMIT %s")
@@ -102,16 +119,19 @@ class _Append:
 
     pending: Sequence[Pending]
     org_id: uuid.UUID
+    credential_generation: int | None = None
     position: int = 0
     error: Exception | None = None
     done: bool = False
 
 
-def _arguments(batch: list[_Append]) -> tuple[list, list, list, list, list]:
-    """The batch's events as the columns `parley_append` takes, and the organization of each."""
+def _arguments(batch: list[_Append]) -> tuple[list, list, list, list, list, list]:
+    """The batch's events as the columns `parley_append` takes, the organization of each, and the
+    generations its credentials were checked at."""
     rows = [(p, request.org_id) for request in batch for p in request.pending]
+    generations = sorted({r.credential_generation for r in batch if r.credential_generation is not None})
     return ([p.stream_id for p, _ in rows], [p.version for p, _ in rows], [type(p.event).__name__ for p, _ in rows],
-            [encode_event(p.event) for p, _ in rows], [org_id for _, org_id in rows])
+            [encode_event(p.event) for p, _ in rows], [org_id for _, org_id in rows], generations)
 
 
 def _settle(batch: list[_Append], positions: list[int]) -> None:
@@ -124,11 +144,14 @@ def _settle(batch: list[_Append], positions: list[int]) -> None:
 
 def _failed(batch: list[_Append], exc: Exception) -> bool:
     """Hands a failed write's error to its callers; True when the batch is to be written again one
-    append at a time instead (a stream version taken in a batch of several: the others still go in)."""
-    if isinstance(exc, VERSION_TAKEN) and len(batch) > 1:
+    append at a time instead (a stream version taken, or a credential revoked, in a batch of several:
+    the others still go in)."""
+    changed = isinstance(exc, psycopg.Error) and exc.sqlstate == CREDENTIALS_CHANGED
+    if (changed or isinstance(exc, VERSION_TAKEN)) and len(batch) > 1:
         return True
     for request in batch:
-        request.error = StreamConflict(str(exc)) if isinstance(exc, VERSION_TAKEN) else exc
+        request.error = (StreamConflict(str(exc)) if isinstance(exc, VERSION_TAKEN)
+                         else CredentialsChanged(str(exc)) if changed else exc)
     return False
 
 
@@ -163,6 +186,9 @@ class EventStore:
             curs.execute(
                 "CREATE TABLE IF NOT EXISTS parley_org_positions (org_id uuid PRIMARY KEY, position bigint NOT NULL)"
             )
+            curs.execute(f"CREATE TABLE IF NOT EXISTS {CREDENTIAL_GENERATION} (generation bigint NOT NULL)")
+            curs.execute(f"INSERT INTO {CREDENTIAL_GENERATION} SELECT 0 WHERE NOT EXISTS "
+                         f"(SELECT FROM {CREDENTIAL_GENERATION})")
             curs.execute(APPEND_FUNCTION)
         self._pool: AsyncConnectionPool | None = None
         self._async_queue: list[tuple[_Append, asyncio.Future]] = []
@@ -170,10 +196,10 @@ class EventStore:
         self._first_events: dict[uuid.UUID, Recorded] = {}
 
     @staticmethod
-    def _request(pending: Sequence[Pending]) -> _Append:
+    def _request(pending: Sequence[Pending], credential_generation: int | None = None) -> _Append:
         org_ids = {p.event.org_id for p in pending}
         assert len(org_ids) == 1, "one append belongs to one organization"
-        return _Append(pending, org_ids.pop())
+        return _Append(pending, org_ids.pop(), credential_generation)
 
     # --- synchronous
 
@@ -231,9 +257,11 @@ class EventStore:
         if self._pool is not None:
             await self._pool.close()
 
-    async def append_async(self, *pending: Pending) -> int:
-        """`append` on the event loop: the same transaction, the same group commit, one writer task."""
-        request = self._request(pending)
+    async def append_async(self, *pending: Pending, credential_generation: int | None = None) -> int:
+        """`append` on the event loop: the same transaction, the same group commit, one writer task.
+        With `credential_generation`, the generation the acting credential was checked at, it raises
+        `CredentialsChanged` and writes nothing if a credential was revoked since."""
+        request = self._request(pending, credential_generation)
         result = asyncio.get_running_loop().create_future()
         self._async_queue.append((request, result))
         if self._async_writer is None or self._async_writer.done():

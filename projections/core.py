@@ -10,7 +10,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from events import types as ev
-from events.store import Recorded
+from events.store import CREDENTIAL_GENERATION, Recorded
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_api_keys",
@@ -110,8 +110,15 @@ async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
         "ON CONFLICT DO NOTHING", (e.token_hash, e.token_id, e.operator_id, e.org_id))
 
 
+async def _credentials_changed(conn) -> None:
+    """In the transaction that revokes a credential: processes that keep credentials they looked up
+    must look them up again, and appends checked before now are refused."""
+    await conn.execute(f"UPDATE {CREDENTIAL_GENERATION} SET generation = generation + 1")
+
+
 async def _token_revoked(conn, e: ev.OperatorTokenRevoked) -> None:
     await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE token_id = %s", (e.token_id,))
+    await _credentials_changed(conn)
 
 
 async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
@@ -123,6 +130,7 @@ async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
 
 async def _api_key_revoked(conn, e: ev.ApiKeyRevoked) -> None:
     await conn.execute("UPDATE rm_api_keys SET revoked = true WHERE id = %s", (e.key_id,))
+    await _credentials_changed(conn)
 
 
 async def _customer(conn, e: ev.CustomerCreated) -> None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import replace
+from typing import Awaitable, Callable, TypeVar
 
 from litestar import Request
 
 from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
 from commands.principal import ALL_SCOPES, Principal
+from events.store import CREDENTIAL_GENERATION, CredentialsChanged
 from readapi.services import ORG_POSITION, services
 
+T = TypeVar("T")
 SCHEMES = {"basic": "apikey", "token": "operator", "chatsession": "chat"}
 
 
@@ -35,54 +39,70 @@ def credential(request: Request) -> tuple[str, str] | None:
 
 
 # Each lookup also reads the organization's latest write position, as of this moment: what the
-# request's reads wait for (read-your-writes), without a query of its own.
+# request's reads wait for (read-your-writes), without a query of its own; and the credential generation,
+# which tells later requests whether the principal may still be used without a lookup.
 ORG_POSITION_COLUMN = "(SELECT position FROM parley_org_positions p WHERE p.org_id = c.org_id)"
+GENERATION_COLUMN = f"(SELECT generation FROM {CREDENTIAL_GENERATION})"
 
 
-async def _lookup(request: Request, kind: str, secret: str) -> tuple[Principal, int] | None:
+async def _lookup(request: Request, kind: str, secret_hash: str) -> tuple[Principal, int] | None:
     async with services(request).pool.connection() as conn:
         if kind == "apikey":
             row = await (await conn.execute(
-                f"SELECT id, org_id, scopes, website_id, rate_per_minute, {ORG_POSITION_COLUMN} FROM rm_api_keys c "
-                "WHERE secret_hash = %s AND NOT revoked", (hash_secret(secret),))).fetchone()
+                f"SELECT id, org_id, scopes, website_id, rate_per_minute, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
+                "FROM rm_api_keys c WHERE secret_hash = %s AND NOT revoked", (secret_hash,))).fetchone()
             return row and (Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
-                                      rate_per_minute=row[4]), row[5] or 0)
+                                      rate_per_minute=row[4], generation=row[6]), row[5] or 0)
         if kind == "operator":
             row = await (await conn.execute(
-                f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN} FROM rm_operator_tokens c "
-                "WHERE token_hash = %s AND NOT revoked", (hash_secret(secret),))).fetchone()
-            return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2]), row[3] or 0)
+                f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
+                "FROM rm_operator_tokens c WHERE token_hash = %s AND NOT revoked", (secret_hash,))).fetchone()
+            return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
+                                      generation=row[4]), row[3] or 0)
         row = await (await conn.execute(
-            f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN} FROM rm_chat_sessions c "
-            "WHERE token_hash = %s", (hash_secret(secret),))).fetchone()
+            f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
+            "FROM rm_chat_sessions c WHERE token_hash = %s", (secret_hash,))).fetchone()
         # a visitor holds no scopes: only the routes that accept "chat" credentials let them in
-        return row and (Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3]),
-                        row[4] or 0)
+        return row and (Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3],
+                                  generation=row[5]), row[4] or 0)
 
 
-IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once looked up
+IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once identified
+LOOKED_UP = "parley.looked_up"  # scope key: whether it was looked up for this request (else it was kept)
 
 
-async def identify(request: Request) -> Principal | None:
+async def identify(request: Request, *, kept: bool = False, again: bool = False) -> Principal | None:
     """The principal of the request's credential, or None without a valid one. Looked up once per
-    request: the rate limiter needs it before routing, `authenticate` again in the handler."""
-    if IDENTIFIED not in request.scope:
-        try:
-            found = credential(request)
-        except Unauthorized:
-            found = None
-        principal, position = (await _lookup(request, *found) if found else None) or (None, 0)
-        request.scope[IDENTIFIED] = principal  # type: ignore[literal-required]
-        request.scope[ORG_POSITION] = position  # type: ignore[literal-required]
-    return request.scope[IDENTIFIED]  # type: ignore[literal-required]
+    request (the rate limiter needs it before routing, `authenticate` again in the handler) unless
+    `kept` allows one this process knows already; `again` looks it up even if it was this request."""
+    scope = request.scope
+    if not (again or IDENTIFIED not in scope or (not kept and not scope[LOOKED_UP])):  # type: ignore[literal-required]
+        return scope[IDENTIFIED]  # type: ignore[literal-required]
+    try:
+        found = credential(request)
+    except Unauthorized:
+        found = None
+    key = found and (found[0], hash_secret(found[1]))
+    known = services(request).credentials
+    principal = known.get(key) if key and kept and not again else None
+    looked_up, position = principal is None, 0
+    if looked_up and key:
+        principal, position = await _lookup(request, *key) or (None, 0)
+        if principal is not None:
+            known.keep(key, principal)
+    if looked_up:
+        scope[ORG_POSITION] = position  # type: ignore[literal-required]
+    scope[LOOKED_UP] = looked_up  # type: ignore[literal-required]
+    scope[IDENTIFIED] = principal  # type: ignore[literal-required]
+    return principal
 
 
 async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator", "apikey"),
-                       scope: str | None = None) -> Principal:
+                       scope: str | None = None, kept: bool = False, again: bool = False) -> Principal:
     """The request's principal; 401 without a valid credential, 403 for the wrong kind or a missing scope."""
     if credential(request) is None:
         raise Unauthorized("credentials are required")
-    principal = await identify(request)
+    principal = await identify(request, kept=kept, again=again)
     if principal is None:
         raise Unauthorized("the credential is invalid or revoked")
     if principal.kind not in accept:
@@ -91,6 +111,24 @@ async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator
         raise Forbidden(f"the API key lacks the {scope} scope")
     request.state.principal = principal
     return principal
+
+
+async def with_principal(request: Request, action: Callable[[Principal], Awaitable[T]], *,
+                         accept: tuple[str, ...] = ("operator", "apikey"), scope: str | None = None) -> T:
+    """Runs a hot write (`action`) for the request's principal, kept from an earlier request when this
+    process has it: no lookup. Its append is refused (`CredentialsChanged`) if a credential was revoked
+    since; then, or if the action fails otherwise (a revoked credential answers 401, whatever else is
+    wrong with the request), the credential is looked up before anything is answered, and a refused
+    append runs once more for the principal just looked up."""
+    try:
+        return await action(await authenticate(request, accept=accept, scope=scope, kept=True))
+    except Exception as exc:
+        if request.scope.get(LOOKED_UP, True) and not isinstance(exc, CredentialsChanged):
+            raise  # looked up for this request: its answer stands
+        principal = await authenticate(request, accept=accept, scope=scope, again=True)
+        if not isinstance(exc, CredentialsChanged):
+            raise
+    return await action(replace(principal, generation=None))  # just looked up: nothing to check again
 
 
 def operator_only(principal: Principal) -> None:

@@ -85,7 +85,7 @@ class ContractMiddleware:
         principal = None
         if not scope["path"].startswith(SANDBOX_PREFIX):
             scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn
-            principal = await identify(Request(scope, receive))
+            principal = await identify(Request(scope, receive), kept=True)  # counting needs no lookup
         forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
         client = scope.get("client")
         address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))

@@ -16,6 +16,7 @@ from commands.errors import Invalid
 from events.store import EventStore
 from parley.settings import Settings
 from readapi.consistency import PositionWatch
+from readapi.credentials import KnownCredentials
 
 T = TypeVar("T")
 POSITION_HEADER = "Parley-Position"
@@ -27,6 +28,7 @@ class Services:
     store: EventStore
     pool: AsyncConnectionPool
     watch: PositionWatch
+    credentials: KnownCredentials = field(default_factory=KnownCredentials)
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -105,6 +105,65 @@ def test_revoked_key_gets_401(http, tenant, server):
     assert http.get("/api/websites", headers=basic(secret)).status_code == 401
 
 
+def revoke_key(server, key_id: uuid.UUID) -> None:
+    from commands import admin
+
+    store = server.store()
+    try:
+        revoked = admin.revoke_api_key(store, key_id)
+    finally:
+        store.close()
+    server.wait_projected(revoked.position)
+
+
+def new_key(server, tenant, scopes: list[str]) -> tuple[uuid.UUID, dict[str, str]]:
+    from commands import admin
+
+    store = server.store()
+    try:
+        created, secret = admin.create_api_key(store, tenant.org_id, scopes, None, None)
+    finally:
+        store.close()
+    server.wait_projected(created.position)
+    return created.id, basic(secret)
+
+
+def test_a_key_revoked_after_it_posted_gets_401_for_every_post_and_stores_nothing(http, tenant, server, seeded):
+    """The API keeps the credentials it looked up, so a message post needs no lookup of its own. A key
+    revoked since must still get 401 before any other answer (404, 400, 403), and write nothing."""
+    conversation_id = seeded["conversation"]["_id"]
+    key_id, writer = new_key(server, tenant, ["messages:write"])
+    post_message(http, tenant, conversation_id, "while valid", headers=writer)  # the API keeps the key now
+    reader_id, reader = new_key(server, tenant, ["messages:read"])
+    assert http.get("/api/messages", params={"conversationId": conversation_id}, headers=reader).status_code == 200
+    revoke_key(server, key_id)
+    revoke_key(server, reader_id)
+
+    attempts = [
+        (writer, {"conversationId": conversation_id, "content": "after revocation", "from": "customer"}),
+        (writer, {"conversationId": str(uuid.uuid4()), "content": "nowhere", "from": "customer"}),  # else 404
+        (writer, {"conversationId": conversation_id, "from": "customer"}),  # else 400
+        (writer, {"conversationId": conversation_id, "content": "note", "from": "operator", "internal": True}),  # 403
+        (reader, {"conversationId": conversation_id, "content": "no scope", "from": "customer"}),  # else 403
+    ]
+    for headers, body in attempts:
+        response = http.post("/api/messages", json=body, headers=headers)
+        assert response.status_code == 401, (body, response.text)
+    transcript = http.get("/api/messages", params={"conversationId": conversation_id}, headers=tenant.operator)
+    assert [m["content"] for m in transcript.json()] == ["private words", "while valid"]
+
+
+def test_another_credentials_revocation_does_not_lock_a_valid_key_out(http, tenant, server, seeded):
+    conversation_id = seeded["conversation"]["_id"]
+    _, writer = new_key(server, tenant, ["messages:write"])
+    post_message(http, tenant, conversation_id, "first", headers=writer)
+    other_id, _ = new_key(server, tenant, ["messages:write"])
+    revoke_key(server, other_id)
+    post_message(http, tenant, conversation_id, "after another key's revocation", headers=writer)
+    transcript = http.get("/api/messages", params={"conversationId": conversation_id}, headers=tenant.operator)
+    assert [m["content"] for m in transcript.json()][-2:] == ["first", "after another key's revocation"]
+
+
 def test_operator_sign_in_and_sign_out(http, tenant):
     wrong = http.post("/api/operators/sessions", json={"email": tenant.operator_email, "password": "nope"})
     assert wrong.status_code == 401
@@ -114,8 +173,12 @@ def test_operator_sign_in_and_sign_out(http, tenant):
     assert signed_in.status_code == 200
     session = token(signed_in.json()["token"])
     assert http.get("/api/websites", headers=session).status_code == 200
+    conversation = create_conversation(http, tenant, create_customer(http, tenant)["_id"], headers=session)
+    post_message(http, tenant, conversation["_id"], "signed in", headers=session)  # the API keeps the token
     assert http.delete("/api/operators/sessions/current", headers=session).status_code == 200
     assert http.get("/api/websites", headers=session).status_code == 401
+    assert http.post("/api/messages", headers=session, json={
+        "conversationId": conversation["_id"], "content": "signed out", "from": "operator"}).status_code == 401
     assert http.get("/api/websites", headers=tenant.operator).status_code == 200
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from commands.streams import now
 from events import types as ev
-from events.store import EventStore, Pending, StreamConflict
+from events.store import CredentialsChanged, EventStore, Pending, StreamConflict
 from parley.ids import new_id
 
 
@@ -102,6 +102,33 @@ def test_a_streams_first_event_is_kept_once_read_but_a_missing_stream_is_not(sto
             assert (await store.first_async(stream)).event.name == "Acme"
             await store.close_async()  # kept: served without the database
             assert await store.first_async(stream) is first
+        finally:
+            await store.close_async()
+
+    asyncio.run(scenario())
+
+
+def test_an_append_checked_before_a_revocation_is_refused_and_the_others_go_in(store):
+    """A credential generation older than the store's (a revocation came since the credential was
+    checked) refuses that append whole; appends grouped with it still commit."""
+    org_id = new_id()
+    stale, unchecked, current = new_id(), new_id(), new_id()
+
+    async def scenario() -> None:
+        await store.open_async()
+        try:
+            with store.datastore.transaction(commit=True) as curs:
+                curs.execute("UPDATE parley_credential_generation SET generation = generation + 1 RETURNING generation")
+                generation = curs.fetchone()["generation"]
+            outcomes = await asyncio.gather(
+                store.append_async(Pending(stale, 1, organization(org_id)), credential_generation=generation - 1),
+                store.append_async(Pending(unchecked, 1, organization(org_id))),
+                store.append_async(Pending(current, 1, organization(org_id)), credential_generation=generation),
+                return_exceptions=True)
+            assert isinstance(outcomes[0], CredentialsChanged)
+            assert all(isinstance(position, int) for position in outcomes[1:])
+            assert await store.load_async(stale) == []
+            assert [len(await store.load_async(s)) for s in (unchecked, current)] == [1, 1]
         finally:
             await store.close_async()
 

@@ -13,7 +13,7 @@ from commands.admin import Created
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from parley.ids import parse_id
-from readapi.auth import authenticate
+from readapi.auth import authenticate, with_principal
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 from readapi.visitor_views import chat_message_of, visitor_conversations, visitor_messages
 
@@ -79,9 +79,11 @@ async def list_conversations(request: Request) -> Response:
 
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
-    principal = await visitor(request)
-    body = await decode_body(request, chat.VisitorMessage)
-    created = await run_command(request, chat.post_message, principal, body)
+    async def post(principal: Principal) -> Created:
+        body = await decode_body(request, chat.VisitorMessage)
+        return await run_command(request, chat.post_message, principal, body)
+
+    created = await with_principal(request, post, accept=("chat",))
     # answered from the event, like POST /api/messages: the hot write path does not wait for the projection
     return json_response(chat_message_of(created.event), created)
 

@@ -9,7 +9,7 @@ from commands import conversations, customers, messages
 from commands.admin import Created
 from commands.principal import Principal
 from parley.ids import parse_id
-from readapi.auth import authenticate
+from readapi.auth import authenticate, with_principal
 from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection, new_message, read_one
 from readapi.inbox import read_conversations
 from readapi.listing import Listing, collection_listing, listing_response, register
@@ -96,9 +96,11 @@ async def list_messages(request: Request) -> Response:
 
 @post("/api/messages", status_code=200)
 async def create_message(request: Request) -> Response:
-    principal = await authenticate(request, scope="messages:write")
-    body = await decode_body(request, messages.MessageCreate)
-    created = await run_command(request, messages.create_message, principal, body)
+    async def post(principal: Principal) -> Created:
+        body = await decode_body(request, messages.MessageCreate)
+        return await run_command(request, messages.create_message, principal, body)
+
+    created = await with_principal(request, post, scope="messages:write")
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
     # the next read by anyone in the organization still waits for this position.
     return json_response(new_message(created.event), created)

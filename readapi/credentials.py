@@ -1,0 +1,27 @@
+"""The credentials an API process has looked up, kept for the hot writes that need no lookup of their own."""
+
+from __future__ import annotations
+
+from commands.principal import Principal
+
+KEPT_CREDENTIALS = 10_000
+
+
+class KnownCredentials:
+    """The principals of credentials this process looked up, by kind and secret hash. One is usable
+    without a lookup only by a write that the store refuses once a credential was revoked after the
+    principal's generation (`with_principal`); a newer generation seen in any lookup retires them all."""
+
+    def __init__(self) -> None:
+        self.principals: dict[tuple[str, str], Principal] = {}
+        self.generation = 0
+
+    def get(self, key: tuple[str, str]) -> Principal | None:
+        principal = self.principals.get(key)
+        return principal if principal is not None and principal.generation >= self.generation else None
+
+    def keep(self, key: tuple[str, str], principal: Principal) -> None:
+        self.generation = max(self.generation, principal.generation)
+        if len(self.principals) >= KEPT_CREDENTIALS:
+            del self.principals[next(iter(self.principals))]
+        self.principals[key] = principal

@@ -85,8 +85,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     positions bigint[];
 BEGIN
-    IF generations <> '{{}}' AND EXISTS (SELECT 1 FROM unnest(generations) AS checked(generation)
-            WHERE generation <> (SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
+    IF NOT generations <@ ARRAY[(SELECT generation FROM {CREDENTIAL_GENERATION})] THEN
         RAISE EXCEPTION 'a credential was revoked since it was checked' USING ERRCODE = '{CREDENTIALS_CHANGED}';
     END IF;
     LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;

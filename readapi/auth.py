@@ -88,7 +88,9 @@ async def identify(request: Request, *, kept: bool = False, again: bool = False)
     looked_up, position = principal is None, 0
     if looked_up and key:
         principal, position = await _lookup(request, *key) or (None, 0)
-        if principal is not None:
+        if principal is None:
+            known.forget(key)
+        else:
             known.keep(key, principal)
     if looked_up:
         scope[ORG_POSITION] = position  # type: ignore[literal-required]

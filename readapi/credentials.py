@@ -25,3 +25,8 @@ class KnownCredentials:
         if len(self.principals) >= KEPT_CREDENTIALS:
             del self.principals[next(iter(self.principals))]
         self.principals[key] = principal
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """A credential found invalid (revoked) is not kept: its next request is looked up, and counted
+        as one without a valid credential."""
+        self.principals.pop(key, None)

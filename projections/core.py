@@ -48,7 +48,6 @@ CREATE TABLE IF NOT EXISTS rm_conversations (
     operator_only boolean NOT NULL DEFAULT false);
 -- The list's default order, newest first, for the whole organization and for one website: each index
 -- gives it without a sort, however many conversations the organization has.
-DROP INDEX IF EXISTS rm_conversations_org;
 CREATE INDEX IF NOT EXISTS rm_conversations_recent ON rm_conversations (org_id, last_edit_time DESC, id DESC);
 CREATE INDEX IF NOT EXISTS rm_conversations_website_recent
     ON rm_conversations (org_id, website_id, last_edit_time DESC, id DESC);
@@ -60,11 +59,14 @@ CREATE TABLE IF NOT EXISTS rm_messages (
     reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz);
 -- A conversation's messages are always read within their organization: with the organization first,
 -- the index matches the whole filter and the order, so the planner takes it even before statistics exist.
-DROP INDEX IF EXISTS rm_messages_conversation;
 CREATE INDEX IF NOT EXISTS rm_messages_org_conversation ON rm_messages (org_id, conversation_id, creation_time, id);
 -- The organization's messages in the list's default order, when no conversation is named.
-DROP INDEX IF EXISTS rm_messages_org;
 CREATE INDEX IF NOT EXISTS rm_messages_recent ON rm_messages (org_id, creation_time, id);
+-- Indexes an earlier version kept, which those above replace: dropped once the replacements are built,
+-- since a drop blocks the table's reads until the transaction ends.
+DROP INDEX IF EXISTS rm_conversations_org;
+DROP INDEX IF EXISTS rm_messages_conversation;
+DROP INDEX IF EXISTS rm_messages_org;
 """
 
 Handler = Callable[[psycopg.AsyncConnection, Recorded], Awaitable[None]]

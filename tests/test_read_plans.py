@@ -115,3 +115,25 @@ def test_an_organizations_first_messages_and_customers_are_read_without_a_sort(a
     many rows (without statistics it guesses a few, and a sort of a few is what it should pick)."""
     assert_read_by_index_without_a_sort(analyzed.plan(MESSAGES, {"limit": "20"}), "rm_messages_recent")
     assert_read_by_index_without_a_sort(analyzed.plan(CUSTOMERS, {"limit": "20"}), "rm_customers_in_org")
+
+
+def test_a_read_model_from_an_earlier_version_trades_its_old_indexes_for_the_new(infra):
+    database_url = infra.new_database()
+    old = {"rm_conversations_org": "rm_conversations (org_id, website_id, last_edit_time DESC)",
+           "rm_messages_conversation": "rm_messages (conversation_id, creation_time, id)",
+           "rm_messages_org": "rm_messages (org_id, website_id, id)"}
+
+    async def upgrade() -> set[str]:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await CoreProjection().create(conn)
+            for name, definition in old.items():
+                await conn.execute(f"CREATE INDEX {name} ON {definition}")
+            await CoreProjection().create(conn)
+            rows = await (await conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = ANY(%s)",
+                                             (list(TABLES),))).fetchall()
+        return {name for (name,) in rows}
+
+    indexes = asyncio.run(upgrade())
+    assert not indexes & set(old)
+    assert {"rm_conversations_recent", "rm_conversations_website_recent", "rm_messages_org_conversation",
+            "rm_messages_recent", "rm_customers_in_org"} <= indexes

@@ -218,10 +218,10 @@ class Hub:
     async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None:
         facts = self.conversations.get(conversation_id)
         if facts is None:
-            history = await self.store.load_async(conversation_id)
-            if not history or not isinstance(history[0].event, ev.ConversationCreated):
+            first = await self.store.first_async(conversation_id)
+            if first is None or not isinstance(first.event, ev.ConversationCreated):
                 return None
-            facts = self._remember(history[0].event)
+            facts = self._remember(first.event)
         return facts
 
     def _remember(self, e: ev.ConversationCreated) -> ConversationFacts:
@@ -245,8 +245,8 @@ class Hub:
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):
-                message = await self.store.load_async(e.message_id)
-                if not message[0].event.internal:
+                message = await self.store.first_async(e.message_id)
+                if message is not None and not message.event.internal:
                     return facts.customer_id, frame(at, MESSAGE_UPDATED, VisitorMessageUpdate(e.message_id))
         return None
 

@@ -292,12 +292,6 @@ class EventStore:
                 for request in batch:
                     await self._write_async([request])
 
-    async def load_async(self, stream_id: uuid.UUID) -> list[Recorded]:
-        assert self._pool is not None, "open_async() first"
-        async with self._pool.connection() as conn:
-            rows = await (await conn.execute(SELECT_STREAM, (stream_id,), prepare=True)).fetchall()
-        return [Recorded(0, stream_id, version, decode_event(state)) for version, state in rows]
-
     async def first_async(self, stream_id: uuid.UUID) -> Recorded | None:
         """A stream's first event, or None for a stream with none yet. Events never change and versions
         are never reused, so once read it is kept (the oldest kept is forgotten first)."""

@@ -80,8 +80,8 @@ def test_async_appends_group_commit_record_positions_and_conflicts(store):
             assert isinstance(conflict, StreamConflict)
             assert len(set(positions)) == 30 and min(positions) > first
             assert store.org_position(org_id) == max(positions)
-            assert [r.version for r in await store.load_async(taken)] == [1]
-            assert [r.event.name for r in await store.load_async(taken)] == ["Acme"]
+            assert [r.version for r in store.load(taken)] == [1]
+            assert [r.event.name for r in store.load(taken)] == ["Acme"]
         finally:
             await store.close_async()
 
@@ -127,8 +127,8 @@ def test_an_append_checked_before_a_revocation_is_refused_and_the_others_go_in(s
                 return_exceptions=True)
             assert isinstance(outcomes[0], CredentialsChanged)
             assert all(isinstance(position, int) for position in outcomes[1:])
-            assert await store.load_async(stale) == []
-            assert [len(await store.load_async(s)) for s in (unchecked, current)] == [1, 1]
+            assert store.load(stale) == []
+            assert [len(store.load(s)) for s in (unchecked, current)] == [1, 1]
         finally:
             await store.close_async()
 

@@ -192,7 +192,9 @@ async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
 
 
 async def current_positions(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:
-    return {name: await current_position(conn, name) for name in names}
+    stored = dict(await (await conn.execute(
+        "SELECT name, position FROM parley_projection_positions WHERE name = ANY(%s)", (list(names),))).fetchall())
+    return {name: stored.get(name, 0) for name in names}
 
 
 async def rebuild(database_url: str, projection: Projection, store: EventStore) -> int:

@@ -169,8 +169,7 @@ class Runtime:
         await self.pool.open(wait=True)
         await self.store.open_async()
         async with self.pool.connection() as conn:
-            for projection in self.projections.values():
-                await ensure_tables(conn, projection)
+            await ensure_tables(conn, *self.projections.values())
             await cursor_key(conn)
         watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()

@@ -76,17 +76,18 @@ async def connect(database_url: str) -> psycopg.AsyncConnection:
     return conn
 
 
-async def ensure_tables(conn: psycopg.AsyncConnection, projection: Projection) -> None:
-    """Creates the read model's tables; serialized, since concurrent CREATE IF NOT EXISTS can collide."""
+async def ensure_tables(conn: psycopg.AsyncConnection, *projections: Projection) -> None:
+    """Creates the read models' tables and the positions they share, in one transaction; serialized,
+    since concurrent CREATE IF NOT EXISTS can collide."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("ddl"),))
         await conn.execute(POSITIONS_DDL)
         await conn.execute(ADVANCE_FUNCTION)
-        await projection.create(conn)
+        for projection in projections:
+            await projection.create(conn)
         await conn.execute(
-            "INSERT INTO parley_projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
-            (projection.name,),
-        )
+            "INSERT INTO parley_projection_positions (name, position) SELECT unnest(%s::text[]), 0 "
+            "ON CONFLICT DO NOTHING", ([projection.name for projection in projections],))
 
 
 def plan_batch(projections: Sequence[Projection], batch: Sequence[Recorded],
@@ -253,8 +254,7 @@ class ProjectionRunner:
         async with await connect(self.database_url) as conn:
             while not await self._lock_all(conn):
                 await asyncio.sleep(1.0)
-            for projection in self.projections:
-                await ensure_tables(conn, projection)
+            await ensure_tables(conn, *self.projections)
             self._store_by = None
             self.positions = self.stored = await catch_up(
                 conn, self.projections, self.store, await current_positions(conn, self.names))

@@ -75,31 +75,42 @@ def decode_event(data: bytes) -> Event:
 # transaction): the table lock makes insert order commit order, so a reader following positions never
 # passes a gap that fills in later; the NOTIFY wakes the relay; each organization's latest position
 # commits with its events, for reads that wait to see their writes.
-# `generations` are the credential generations at which the appends' credentials were checked (see
+# The batch travels as one JSON document (`AppendBatch`): psycopg adapts a list parameter by inspecting
+# its elements on every call, which cost more than the rest of the append's client side together.
+# Its `generations` are the credential generations at which the appends' credentials were checked (see
 # CREDENTIAL_GENERATION); a revocation since then refuses the whole append, before it writes anything.
 APPEND_FUNCTION = f"""
 DROP FUNCTION IF EXISTS parley_append(uuid[], bigint[], text[], bytea[], uuid[]);
-CREATE OR REPLACE FUNCTION parley_append(streams uuid[], versions bigint[], topics text[], states bytea[],
-                                         orgs uuid[], generations bigint[]) RETURNS bigint[]
+DROP FUNCTION IF EXISTS parley_append(uuid[], bigint[], text[], bytea[], uuid[], bigint[]);
+CREATE OR REPLACE FUNCTION parley_append(batch json) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
     positions bigint[];
 BEGIN
-    IF NOT generations <@ ARRAY[(SELECT generation FROM {CREDENTIAL_GENERATION})] THEN
+    IF EXISTS (SELECT FROM json_array_elements_text(batch->'generations') AS checked(generation)
+               WHERE checked.generation::bigint <> (SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
         RAISE EXCEPTION 'a credential was revoked since it was checked' USING ERRCODE = '{CREDENTIALS_CHANGED}';
     END IF;
     LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;
     NOTIFY {NOTIFY_CHANNEL};
-    WITH inserted AS (
+    WITH appended AS (
+        SELECT * FROM json_to_recordset(batch->'events') AS e(stream uuid, version bigint, topic text, state text,
+                                                              org uuid)),
+    inserted AS (
         INSERT INTO {EVENTS_TABLE} (originator_id, originator_version, topic, state)
-        SELECT * FROM unnest(streams, versions, topics, states) RETURNING notification_id)
+        SELECT stream, version, topic, decode(state, 'base64') FROM appended
+        RETURNING notification_id, originator_id, originator_version),
+    latest AS (
+        INSERT INTO parley_org_positions (org_id, position)
+        SELECT appended.org, max(inserted.notification_id)
+        FROM inserted JOIN appended ON appended.stream = inserted.originator_id
+                                   AND appended.version = inserted.originator_version
+        GROUP BY appended.org
+        ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position))
     SELECT array_agg(notification_id ORDER BY notification_id) INTO positions FROM inserted;
-    INSERT INTO parley_org_positions (org_id, position)
-    SELECT org_id, max(position) FROM unnest(orgs, positions) AS appended(org_id, position) GROUP BY org_id
-    ON CONFLICT (org_id) DO UPDATE SET position = GREATEST(parley_org_positions.position, EXCLUDED.position);
     RETURN positions;
 END $$"""
-APPEND = "SELECT parley_append(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
+APPEND = "SELECT parley_append(%s::json)"
 SCHEMA_LOCK = 0x70617273  # serializes the store's DDL between processes starting together
 SELECT_LOG = (f"SELECT notification_id, originator_id, state FROM {EVENTS_TABLE} WHERE notification_id > %s "
               "ORDER BY notification_id LIMIT %s")
@@ -124,13 +135,30 @@ class _Append:
     done: bool = False
 
 
-def _arguments(batch: list[_Append]) -> tuple[list, list, list, list, list, list]:
-    """The batch's events as the columns `parley_append` takes, the organization of each, and the
-    generations its credentials were checked at."""
-    rows = [(p, request.org_id) for request in batch for p in request.pending]
+class AppendedEvent(msgspec.Struct):
+    """One event of an append, as `parley_append` reads it (its JSON carries `state` in base64)."""
+
+    stream: uuid.UUID
+    version: int
+    topic: str
+    state: bytes
+    org: uuid.UUID
+
+
+class AppendBatch(msgspec.Struct):
+    """The argument of `parley_append`: the batch's events, and the generations its credentials were
+    checked at."""
+
+    events: list[AppendedEvent]
+    generations: list[int]
+
+
+def _argument(batch: list[_Append]) -> tuple[str]:
+    """The batch as the one parameter `parley_append` takes."""
+    events = [AppendedEvent(p.stream_id, p.version, type(p.event).__name__, encode_event(p.event), request.org_id)
+              for request in batch for p in request.pending]
     generations = sorted({r.credential_generation for r in batch if r.credential_generation is not None})
-    return ([p.stream_id for p, _ in rows], [p.version for p, _ in rows], [type(p.event).__name__ for p, _ in rows],
-            [encode_event(p.event) for p, _ in rows], [org_id for _, org_id in rows], generations)
+    return (_encoder.encode(AppendBatch(events, generations)).decode(),)
 
 
 def _settle(batch: list[_Append], positions: list[int]) -> None:
@@ -230,7 +258,7 @@ class EventStore:
     def _write(self, batch: list[_Append]) -> None:
         try:
             with self.datastore.get_connection() as conn:
-                _settle(batch, conn.execute(APPEND, _arguments(batch), prepare=True).fetchone()["parley_append"])
+                _settle(batch, conn.execute(APPEND, _argument(batch), prepare=True).fetchone()["parley_append"])
         except Exception as exc:  # noqa: BLE001 - handed to the waiting callers
             if _failed(batch, exc):
                 for request in batch:
@@ -286,7 +314,7 @@ class EventStore:
         assert self._pool is not None, "open_async() first"
         try:
             async with self._pool.connection() as conn:
-                _settle(batch, (await (await conn.execute(APPEND, _arguments(batch), prepare=True)).fetchone())[0])
+                _settle(batch, (await (await conn.execute(APPEND, _argument(batch), prepare=True)).fetchone())[0])
         except Exception as exc:  # noqa: BLE001 - handed to the waiting callers
             if _failed(batch, exc):
                 for request in batch:

@@ -88,6 +88,27 @@ def test_async_appends_group_commit_record_positions_and_conflicts(store):
     asyncio.run(scenario())
 
 
+def test_a_grouped_append_records_each_organizations_last_position_and_keeps_events_byte_for_byte(store):
+    orgs = [new_id() for _ in range(3)]
+    names = ['Ünïcödé 🎉 "quoted" \\ back\nslash', "", "x" * 5000]
+
+    async def scenario() -> list[int]:
+        await store.open_async()
+        try:
+            return await asyncio.gather(*(
+                store.append_async(Pending(org_id, 1, organization(org_id, name)),
+                                   Pending(org_id, 2, organization(org_id, name + "!")))
+                for org_id, name in zip(orgs, names)))
+        finally:
+            await store.close_async()
+
+    positions = asyncio.run(scenario())
+    for org_id, name, position in zip(orgs, names, positions):
+        assert store.org_position(org_id) == position
+        assert [(r.version, r.event.name) for r in store.load(org_id)] == [(1, name), (2, name + "!")]
+    assert [r.position for r in store.read(0, 10)] == sorted(p - d for p in positions for d in (1, 0))
+
+
 def test_a_streams_first_event_is_kept_once_read_but_a_missing_stream_is_not(store):
     org_id, stream = new_id(), new_id()
 

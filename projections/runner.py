@@ -17,6 +17,7 @@ import uuid
 import zlib
 from typing import Awaitable, Callable, Protocol, Sequence
 
+import msgspec
 import psycopg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -32,21 +33,23 @@ POSITIONS_DDL = (
 NOTIFY_CHANNEL = "parley_projection"
 POSITIONS_MOVED = "PP001"  # SQLSTATE of parley_advance_projections when a position is not where expected
 # Moves a group's positions by compare-and-set and sends one notice for them all on `channel`,
-# "name:position,name:position", so a listener wakes once a batch.
+# "name:position,name:position", so a listener wakes once a batch. `moves` is a JSON object,
+# {name: [expected, reached]}: psycopg adapts list parameters by inspecting them on every call.
 ADVANCE_FUNCTION = f"""
-CREATE OR REPLACE FUNCTION parley_advance_projections(names text[], expected bigint[], reached bigint[],
-                                                      channel text) RETURNS void LANGUAGE plpgsql AS $$
+DROP FUNCTION IF EXISTS parley_advance_projections(text[], bigint[], bigint[], text);
+CREATE OR REPLACE FUNCTION parley_advance_projections(moves json, channel text) RETURNS void
+LANGUAGE plpgsql AS $$
 DECLARE
     moved integer;
 BEGIN
-    UPDATE parley_projection_positions AS p SET position = v.reached
-    FROM unnest(names, expected, reached) AS v(name, expected, reached)
-    WHERE p.name = v.name AND p.position = v.expected;
+    UPDATE parley_projection_positions AS p SET position = (m.value->>1)::bigint
+    FROM json_each(moves) AS m
+    WHERE p.name = m.key AND p.position = (m.value->>0)::bigint;
     GET DIAGNOSTICS moved = ROW_COUNT;
-    IF moved <> cardinality(names) THEN
+    IF moved <> (SELECT count(*) FROM json_object_keys(moves)) THEN
         RAISE EXCEPTION 'projection positions moved under this batch' USING ERRCODE = '{POSITIONS_MOVED}';
     END IF;
-    PERFORM pg_notify(channel, (SELECT string_agg(n || ':' || r, ',') FROM unnest(names, reached) AS x(n, r)));
+    PERFORM pg_notify(channel, (SELECT string_agg(m.key || ':' || (m.value->>1), ',') FROM json_each(moves) AS m));
 END $$"""
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
@@ -151,8 +154,9 @@ async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projec
 async def advance(conn: psycopg.AsyncConnection, names: list[str], expected: dict[str, int],
                   reached: dict[str, int]) -> None:
     """Moves the positions from `expected` to `reached` and tells readers, or raises POSITIONS_MOVED."""
-    await conn.execute("SELECT parley_advance_projections(%s, %s, %s, %s)",
-                       (names, [expected[name] for name in names], [reached[name] for name in names], NOTIFY_CHANNEL))
+    moves = {name: (expected[name], reached[name]) for name in names}
+    await conn.execute("SELECT parley_advance_projections(%s::json, %s)",
+                       (msgspec.json.encode(moves).decode(), NOTIFY_CHANNEL))
 
 
 def handles(projection: Projection, recorded: Recorded) -> bool:

@@ -87,8 +87,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     positions bigint[];
 BEGIN
-    IF EXISTS (SELECT FROM json_array_elements_text(batch->'generations') AS checked(generation)
-               WHERE checked.generation::bigint <> (SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
+    IF NOT (batch->'generations')::jsonb <@ jsonb_build_array((SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
         RAISE EXCEPTION 'a credential was revoked since it was checked' USING ERRCODE = '{CREDENTIALS_CHANGED}';
     END IF;
     LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;

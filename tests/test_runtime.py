@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import signal
@@ -296,6 +297,10 @@ def test_admin_bad_input_exits_non_zero(server, argv):
 def test_readme_documents_every_setting():
     readme = (ROOT / "README.md").read_text()
     assert [name for name in ENVIRONMENT if f"`{name}`" not in readme] == []
+    # and every other PARLEY_* variable the project reads: the tests', the examples'
+    sources = [path for folder in ("tests", "examples", "bench") for path in (ROOT / folder).rglob("*.py")]
+    named = {name for path in sources for name in re.findall(r"PARLEY_[A-Z0-9_]+", path.read_text())}
+    assert sorted(name for name in named if f"`{name}`" not in readme) == []
 
 
 def test_every_setting_is_read_from_its_variable(monkeypatch):

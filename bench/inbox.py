@@ -31,9 +31,7 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from bench.serve import start_serve
 from commands import admin
 from commands.principal import Principal
 from delivery.realtime import PRESENCE_DDL
@@ -199,22 +198,7 @@ def start_api(database_url: str, nats_url: str, data_dir: Path) -> tuple[subproc
            "PARLEY_LOG_LEVEL": "WARNING",
            # measured here is the inbox read, not the rate limiter
            "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}
-    proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    found: list[str] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        for line in proc.stdout:
-            if " listening on " in line and not found:
-                found.append(line.rsplit(" ", 1)[1].strip())
-                ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(120):
-        proc.terminate()
-        raise SystemExit("parley serve did not start")
-    return proc, found[0]
+    return start_serve(data_dir, env)
 
 
 def measure_http(base_url: str, seeded: Seeded, samples: int) -> tuple[tuple[float, float], dict]:

@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
+from bench.serve import start_serve  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 # a message frame: its number, and its creationTime (stamped by the command just before the append)
@@ -60,14 +60,7 @@ def start_server(database_url: str, nats_url: str, data_dir: Path) -> tuple[subp
     # the bench is one operator and one client address far above the default rate limits
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_LOG_LEVEL="WARNING",
                PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
-    proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    for line in proc.stdout:
-        if " listening on " in line:
-            # keep reading its output, or a full pipe would block the server
-            threading.Thread(target=lambda: sum(1 for _ in proc.stdout), daemon=True).start()
-            return proc, line.rsplit(" ", 1)[1].strip()
-    raise RuntimeError("parley serve did not start")
+    return start_serve(data_dir, env)
 
 
 async def open_stream(base_url: str, path: str, authorization: str, arrivals: dict[int, list[float]],

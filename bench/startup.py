@@ -14,7 +14,6 @@ import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.serve import start_serve  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 GOAL_SECONDS = 10.0
@@ -42,15 +42,8 @@ def answers(base_url: str) -> bool:
 def serve_until_ready(data_dir: Path, env: dict[str, str]) -> float:
     """Seconds from `parley serve` to the first answered request; the server is stopped afterwards."""
     start = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server, base_url = start_serve(data_dir, env)
     try:
-        for line in server.stdout:
-            if " listening on " in line:
-                base_url = line.rsplit(" ", 1)[1].strip()
-                break
-        else:
-            raise RuntimeError("parley serve exited before it listened")
         while not answers(base_url):
             time.sleep(0.01)
         return time.perf_counter() - start

@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -35,6 +34,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
 from commands.customers import CustomerCreate, create_customer  # noqa: E402
 from commands.principal import Principal  # noqa: E402
@@ -146,13 +146,7 @@ def start_service(root: Path, database_url: str, nats_url: str) -> subprocess.Po
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_WEBHOOK_ALLOW_PRIVATE="1",
                PARLEY_WEBHOOK_RETRY_BASE_SECONDS="0.5", PARLEY_WEBHOOK_RETRY_CAP_SECONDS="5",
                PARLEY_LOG_LEVEL="WARNING")
-    proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(root)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for line in proc.stdout:
-        if " listening on " in line:
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-            return proc
-    raise SystemExit("parley serve did not start")
+    return start_serve(root, env)[0]
 
 
 def setup(store: EventStore, port: int) -> tuple[Principal, list[uuid.UUID], dict[str, tuple[str, uuid.UUID]]]:

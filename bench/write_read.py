@@ -22,7 +22,6 @@ import base64
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commands import admin  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
+from bench.serve import start_serve  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
@@ -174,14 +174,8 @@ def main() -> None:
            "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING",
            # measured here is the write path, not the rate limiter
            "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000", "PARLEY_RATE_APIKEY_PER_MINUTE": "100000000"}
-    server = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(tmp)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server, base_url = start_serve(tmp, env)
     try:
-        base_url = ""
-        for line in server.stdout:
-            if " listening on " in line:
-                base_url = line.rsplit(" ", 1)[1].strip()
-                break
         store = EventStore(database_url, pool_size=1)
         org = admin.create_org(store, "Bench")
         website, _ = admin.create_website(store, org.id, "bench-site", None)

@@ -76,7 +76,8 @@ async def identify(request: Request, *, kept: bool = False, again: bool = False)
     request (the rate limiter needs it before routing, `authenticate` again in the handler) unless
     `kept` allows one this process knows already; `again` looks it up even if it was this request."""
     scope = request.scope
-    if not (again or IDENTIFIED not in scope or (not kept and not scope[LOOKED_UP])):  # type: ignore[literal-required]
+    # this request's principal serves unless asked again, or unless it was kept and a lookup is wanted
+    if IDENTIFIED in scope and not again and (kept or scope[LOOKED_UP]):  # type: ignore[literal-required]
         return scope[IDENTIFIED]  # type: ignore[literal-required]
     try:
         found = credential(request)

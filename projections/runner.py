@@ -189,17 +189,14 @@ async def catch_up(conn: psycopg.AsyncConnection, projections: Sequence[Projecti
         positions = await apply_batch(conn, projections, batch, positions)
 
 
-async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
-    row = await (await conn.execute(
-        "SELECT position FROM parley_projection_positions WHERE name = %s", (name,)
-    )).fetchone()
-    return row[0] if row else 0
-
-
 async def current_positions(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:
     stored = dict(await (await conn.execute(
         "SELECT name, position FROM parley_projection_positions WHERE name = ANY(%s)", (list(names),))).fetchall())
     return {name: stored.get(name, 0) for name in names}
+
+
+async def current_position(conn: psycopg.AsyncConnection, name: str) -> int:
+    return (await current_positions(conn, [name]))[name]
 
 
 async def rebuild(database_url: str, projection: Projection, store: EventStore) -> int:
@@ -223,7 +220,7 @@ async def catch_up_if_idle(database_url: str, projection: Projection, store: Eve
         if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(projection.name),))).fetchone())[0]:
             return False
         await ensure_tables(conn, projection)
-        await catch_up(conn, [projection], store, {projection.name: await current_position(conn, projection.name)})
+        await catch_up(conn, [projection], store, await current_positions(conn, [projection.name]))
         return True
 
 

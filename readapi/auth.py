@@ -13,7 +13,7 @@ from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
 from commands.principal import ALL_SCOPES, Principal
 from events.store import CREDENTIAL_GENERATION, CredentialsChanged
-from readapi.services import ORG_POSITION, services
+from readapi.services import ORG_POSITION, decode_body, run_command, services
 
 T = TypeVar("T")
 SCHEMES = {"basic": "apikey", "token": "operator", "chatsession": "chat"}
@@ -116,22 +116,25 @@ async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator
     return principal
 
 
-async def with_principal(request: Request, action: Callable[[Principal], Awaitable[T]], *,
+async def with_principal(request: Request, command: Callable[..., Awaitable[T]], shape: type, *,
                          accept: tuple[str, ...] = ("operator", "apikey"), scope: str | None = None) -> T:
-    """Runs a hot write (`action`) for the request's principal, kept from an earlier request when this
-    process has it: no lookup. Its append is refused (`CredentialsChanged`) if a credential was revoked
-    since; then, or if the action fails otherwise (a revoked credential answers 401, whatever else is
-    wrong with the request), the credential is looked up before anything is answered, and a refused
-    append runs once more for the principal just looked up."""
+    """Runs a hot write, `command` with the body decoded as `shape`, for the request's principal, kept
+    from an earlier request when this process has it: no lookup. Its append is refused
+    (`CredentialsChanged`) if a credential was revoked since; then, or if the write fails otherwise (a
+    revoked credential answers 401, whatever else is wrong with the request), the credential is looked up
+    before anything is answered, and a refused append runs once more for the principal just looked up."""
+    async def write(principal: Principal) -> T:
+        return await run_command(request, command, principal, await decode_body(request, shape))
+
     try:
-        return await action(await authenticate(request, accept=accept, scope=scope, kept=True))
+        return await write(await authenticate(request, accept=accept, scope=scope, kept=True))
     except Exception as exc:
         if request.scope.get(LOOKED_UP, True) and not isinstance(exc, CredentialsChanged):
             raise  # looked up for this request: its answer stands
         principal = await authenticate(request, accept=accept, scope=scope, again=True)
         if not isinstance(exc, CredentialsChanged):
             raise
-    return await action(replace(principal, generation=None))  # just looked up: nothing to check again
+    return await write(replace(principal, generation=None))  # just looked up: nothing to check again
 
 
 def operator_only(principal: Principal) -> None:

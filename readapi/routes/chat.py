@@ -79,11 +79,7 @@ async def list_conversations(request: Request) -> Response:
 
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
-    async def post(principal: Principal) -> Created:
-        body = await decode_body(request, chat.VisitorMessage)
-        return await run_command(request, chat.post_message, principal, body)
-
-    created = await with_principal(request, post, accept=("chat",))
+    created = await with_principal(request, chat.post_message, chat.VisitorMessage, accept=("chat",))
     # answered from the event, like POST /api/messages: the hot write path does not wait for the projection
     return json_response(chat_message_of(created.event), created)
 

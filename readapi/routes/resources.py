@@ -96,11 +96,7 @@ async def list_messages(request: Request) -> Response:
 
 @post("/api/messages", status_code=200)
 async def create_message(request: Request) -> Response:
-    async def post(principal: Principal) -> Created:
-        body = await decode_body(request, messages.MessageCreate)
-        return await run_command(request, messages.create_message, principal, body)
-
-    created = await with_principal(request, post, scope="messages:write")
+    created = await with_principal(request, messages.create_message, messages.MessageCreate, scope="messages:write")
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
     # the next read by anyone in the organization still waits for this position.
     return json_response(new_message(created.event), created)

@@ -220,13 +220,18 @@ class Tenant:
         return token(self.operator_token)
 
     def key(self, scopes: str = ALL_KEY_SCOPES, website: uuid.UUID | None = None, rate: int | None = None) -> dict[str, str]:
+        return self.new_key(scopes, website, rate)[1]
+
+    def new_key(self, scopes: str = ALL_KEY_SCOPES, website: uuid.UUID | None = None,
+                rate: int | None = None) -> tuple[uuid.UUID, dict[str, str]]:
+        """A new API key's id, and the headers that present it."""
         store = self.server.store()
         try:
             created, secret = admin.create_api_key(store, self.org_id, scopes.split(","), website, rate)
         finally:
             store.close()
         self.server.wait_projected(created.position)
-        return basic(secret)
+        return created.id, basic(secret)
 
     def add_website(self, name: str | None = None) -> tuple[uuid.UUID, str]:
         store = self.server.store()

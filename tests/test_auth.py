@@ -116,25 +116,13 @@ def revoke_key(server, key_id: uuid.UUID) -> None:
     server.wait_projected(revoked.position)
 
 
-def new_key(server, tenant, scopes: list[str]) -> tuple[uuid.UUID, dict[str, str]]:
-    from commands import admin
-
-    store = server.store()
-    try:
-        created, secret = admin.create_api_key(store, tenant.org_id, scopes, None, None)
-    finally:
-        store.close()
-    server.wait_projected(created.position)
-    return created.id, basic(secret)
-
-
 def test_a_key_revoked_after_it_posted_gets_401_for_every_post_and_stores_nothing(http, tenant, server, seeded):
     """The API keeps the credentials it looked up, so a message post needs no lookup of its own. A key
     revoked since must still get 401 before any other answer (404, 400, 403), and write nothing."""
     conversation_id = seeded["conversation"]["_id"]
-    key_id, writer = new_key(server, tenant, ["messages:write"])
+    key_id, writer = tenant.new_key("messages:write")
     post_message(http, tenant, conversation_id, "while valid", headers=writer)  # the API keeps the key now
-    reader_id, reader = new_key(server, tenant, ["messages:read"])
+    reader_id, reader = tenant.new_key("messages:read")
     assert http.get("/api/messages", params={"conversationId": conversation_id}, headers=reader).status_code == 200
     revoke_key(server, key_id)
     revoke_key(server, reader_id)
@@ -159,9 +147,9 @@ def test_a_key_revoked_after_it_posted_gets_401_for_every_post_and_stores_nothin
 
 def test_another_credentials_revocation_does_not_lock_a_valid_key_out(http, tenant, server, seeded):
     conversation_id = seeded["conversation"]["_id"]
-    _, writer = new_key(server, tenant, ["messages:write"])
+    _, writer = tenant.new_key("messages:write")
     post_message(http, tenant, conversation_id, "first", headers=writer)
-    other_id, _ = new_key(server, tenant, ["messages:write"])
+    other_id, _ = tenant.new_key("messages:write")
     revoke_key(server, other_id)
     post_message(http, tenant, conversation_id, "after another key's revocation", headers=writer)
     transcript = http.get("/api/messages", params={"conversationId": conversation_id}, headers=tenant.operator)

@@ -1,8 +1,9 @@
 """Write throughput and read visibility of POST /api/messages, against a floor measured in the same run.
 
 Floor: plain single-row INSERT + COMMIT into the same PostgreSQL from Python, with as many concurrent
-connections as the benchmark has clients, measured just before and just after the API's run (their mean). Goal (issue 2): the API sustains at least 40% of the floor,
-and a write is visible to reads (by another credential) within 20 ms at p99.
+connections as the benchmark has clients, measured just before and just after the API's run (their
+mean). Goal (issue 2): the API sustains at least 40% of the floor, and a write is visible to reads (by
+another credential) within 20 ms at p99.
 
     uv run python bench/write_read.py [--messages 2000] [--clients 4]
 

@@ -9,6 +9,7 @@ latest position, which reads use to see their own writes.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import typing
 import uuid
@@ -57,6 +58,8 @@ class Pending(NamedTuple):
 
 _encoder = msgspec.json.Encoder()
 _decoder: msgspec.json.Decoder | None = None
+# U+0000 as JSON writes it, `\u0000`, where its backslash is not itself escaped (`\\u0000` is text).
+ESCAPED_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def encode_event(event: Event) -> bytes:
@@ -64,9 +67,14 @@ def encode_event(event: Event) -> bytes:
 
 
 def decode_event(data: bytes) -> Event:
+    """PostgreSQL text cannot hold U+0000, so a read model could never store an event with one, and would
+    stop at it for good. The API refuses it; an event recorded with one all the same (before that check,
+    or by a path around it) is read with U+FFFD in its place."""
     global _decoder
     if _decoder is None:
         _decoder = msgspec.json.Decoder(typing.Union[EVENT_TYPES])  # type: ignore[valid-type]
+    if b"\\u0000" in data:
+        data = ESCAPED_NUL.sub(rb"\1\\ufffd", data)
     return _decoder.decode(data)
 
 

@@ -66,11 +66,16 @@ class ContractMiddleware:
             return await _refuse(send_stamped, 400, f"API-Version {requested!r} is not supported; use 1",
                                  "API-Version")
         query = scope.get("query_string", b"").decode("latin-1")
-        leaked = sorted({k.lower() for k, _ in parse_qsl(query, keep_blank_values=True)} & CREDENTIAL_PARAMETERS)
+        parameters = parse_qsl(query, keep_blank_values=True)
+        leaked = sorted({k.lower() for k, _ in parameters} & CREDENTIAL_PARAMETERS)
         if leaked:
             return await _refuse(send_stamped, 400,
                                  "credentials must never appear in a URL; send them in the Authorization header",
                                  leaked[0])
+        if "\x00" in scope["path"] or "%00" in query:
+            # PostgreSQL text cannot hold it: a filter or an id naming it could only fail
+            return await _refuse(send_stamped, 400, "a URL cannot contain U+0000 (NUL)",
+                                 next((k for k, v in parameters if "\x00" in v and "\x00" not in k), None))
         await self.app(scope, receive, send_stamped)
 
     def _route_of(self, scope):

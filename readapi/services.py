@@ -13,7 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
 from commands.errors import Invalid
-from events.store import EventStore
+from events.store import ESCAPED_NUL, EventStore
 from parley.settings import Settings
 from readapi.consistency import PositionWatch
 from readapi.credentials import KnownCredentials
@@ -70,8 +70,28 @@ async def decode_body(request: Request, shape: type[T]) -> T:
     if not raw:
         raise Invalid("a JSON body is required")
     try:
-        return msgspec.json.decode(raw, type=shape)
+        body = msgspec.json.decode(raw, type=shape)
     except msgspec.DecodeError as exc:
         if isinstance(exc, msgspec.ValidationError):
             raise
         raise Invalid(f"malformed JSON: {exc}") from None
+    if ESCAPED_NUL.search(raw) and (at := first_nul(msgspec.json.decode(raw))):
+        # PostgreSQL text cannot hold it: the read models could not store what the event store took
+        raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
+    return body
+
+
+def first_nul(value: Any, path: str = "$") -> str | None:
+    """Where the first string (a value or a key) holding U+0000 is, as msgspec names a path."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            at = f"{path}.{key}"
+            if found := at if "\x00" in key else first_nul(item, at):
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if found := first_nul(item, f"{path}[{index}]"):
+                return found
+    return None

@@ -19,7 +19,10 @@ from events.store import EventStore, Pending, Recorded
 from events.stream import Relay
 from parley.ids import new_id
 from projections import runner as runner_module
-from projections.runner import NOTIFY_CHANNEL, ProjectionRunner, apply_batch, connect, current_position, ensure_tables
+from projections.core import CoreProjection
+from projections.inbox import InboxProjection
+from projections.runner import (NOTIFY_CHANNEL, ProjectionRunner, apply_batch, catch_up_if_idle, connect,
+                                current_position, ensure_tables)
 from readapi.consistency import PositionWatch
 
 
@@ -107,6 +110,30 @@ def test_a_batch_nobody_handles_moves_the_positions_and_tells_readers(infra):
             assert rows == [(3,)] and stored == (4,)
 
     asyncio.run(scenario())
+
+
+def test_an_event_recorded_with_a_nul_character_does_not_stop_the_read_models(infra):
+    """PostgreSQL text cannot hold U+0000, and a message with one once stopped every read model at it for
+    good. The API refuses it now; one recorded all the same is read with U+FFFD in its place, while the
+    text `\\u0000` is kept as written, and the events after it are applied."""
+    database_url = infra.new_database()
+    store = EventStore(database_url, pool_size=1)
+    org_id = new_id()
+    contents = ["a\x00b", "the text \\u0000 and \\\x00", "after"]
+    try:
+        for content in contents:
+            conversation_id = new_id()
+            store.append(Pending(conversation_id, 1, ev.MessageCreated(
+                org_id=org_id, at=now(), message_id=new_id(), conversation_id=conversation_id,
+                website_id=new_id(), content=content, sender="customer")))
+        for projection in (CoreProjection(), InboxProjection()):
+            assert asyncio.run(catch_up_if_idle(database_url, projection, store))
+    finally:
+        store.close()
+    with psycopg.connect(database_url) as conn:
+        stored = [row[0] for row in conn.execute("SELECT content FROM rm_messages ORDER BY creation_time")]
+        assert stored == ["a\ufffdb", "the text \\u0000 and \\\ufffd", "after"]
+        assert conn.execute("SELECT position FROM parley_projection_positions WHERE name = 'inbox'").fetchone()[0] == 3
 
 
 def test_the_search_index_handles_only_document_events():

@@ -22,6 +22,23 @@ CREATE TABLE IF NOT EXISTS rm_documents (
 CREATE INDEX IF NOT EXISTS rm_documents_org ON rm_documents (org_id, id);
 CREATE INDEX IF NOT EXISTS rm_documents_website ON rm_documents (org_id, website_id, id);
 CREATE INDEX IF NOT EXISTS rm_documents_lexemes ON rm_documents USING gin (lexemes);
+-- A tsvector holds at most 1 MB of lexemes, which a document of many distinct words (say 300,000
+-- characters of Chinese) passes: it would fail the batch, and every later one, for every read model
+-- sharing the transaction. Such a document is searched by as much of its content as fits.
+CREATE OR REPLACE FUNCTION rm_document_lexemes(config regconfig, title text, content text) RETURNS tsvector
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    indexed integer := length(content);
+BEGIN
+    LOOP
+        BEGIN
+            RETURN setweight(to_tsvector(config, unaccent(title)), 'A')
+                || setweight(to_tsvector(config, unaccent(left(content, indexed))), 'B');
+        EXCEPTION WHEN program_limit_exceeded THEN
+            indexed := indexed / 2;
+        END;
+    END LOOP;
+END $$;
 """
 
 # Languages whose stemming PostgreSQL ships; any other locale is indexed word for word.
@@ -45,6 +62,7 @@ class DocumentsProjection:
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute("DROP TABLE IF EXISTS rm_documents")
+        await conn.execute("DROP FUNCTION IF EXISTS rm_document_lexemes(regconfig, text, text)")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
@@ -64,8 +82,7 @@ class DocumentsProjection:
             await conn.execute("DELETE FROM rm_documents WHERE id = %s", (e.document_id,))
 
 
-LEXEMES = ("setweight(to_tsvector(%(config)s::regconfig, unaccent(%(title)s)), 'A') || "
-           "setweight(to_tsvector(%(config)s::regconfig, unaccent(%(content)s)), 'B')")
+LEXEMES = "rm_document_lexemes(%(config)s::regconfig, %(title)s, %(content)s)"
 
 
 def _row(e: ev.DocumentState) -> dict:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import threading
 
+import psycopg
 import pytest
 
+from commands.streams import now
+from events import types as ev
+from events.store import EventStore, Pending
+from parley.ids import new_id
+from projections.documents import DocumentsProjection
+from projections.runner import catch_up_if_idle
 from tests.documents_helpers import bulk, create
 
 
@@ -29,6 +37,29 @@ def test_operator_writes_a_document_and_reads_it_back(http, tenant):
     assert http.get(f"/api/documents/{doc['_id']}", headers=tenant.operator).status_code == 404
     assert http.get("/api/documents", params={"documentId": doc["_id"]}, headers=tenant.operator).json() == []
     assert http.delete(f"/api/documents/{doc['_id']}", headers=tenant.operator).status_code == 404
+
+
+def test_a_document_of_more_distinct_words_than_a_tsvector_holds_is_indexed_as_far_as_it_fits(infra):
+    """PostgreSQL caps a tsvector at 1 MB of lexemes: 500,000 characters of two-character Chinese words
+    pass it, and the document once failed its batch and every later one, for every read model sharing it."""
+    database_url = infra.new_database()
+    store = EventStore(database_url, pool_size=1)
+    words = [chr(0x4E00 + i % 20_000) + chr(0x4E00 + i // 20_000) for i in range(170_000)]
+    org_id, website_id, big, small = new_id(), new_id(), new_id(), new_id()
+    try:
+        for document_id, content in ((big, " ".join(words)[:500_000]), (small, "reset your password")):
+            store.append(Pending(document_id, 1, ev.DocumentCreated(
+                org_id=org_id, at=now(), document_id=document_id, website_id=website_id, title="Glossary",
+                locale="zh", category=None, published=True, content=content)))
+        assert asyncio.run(catch_up_if_idle(database_url, DocumentsProjection(), store))
+    finally:
+        store.close()
+    with psycopg.connect(database_url) as conn:
+        found = conn.execute("SELECT id FROM rm_documents WHERE lexemes @@ to_tsquery('simple', %s) ORDER BY id",
+                             (words[0],)).fetchall()
+        assert found == [(big,)]
+        assert conn.execute("SELECT id FROM rm_documents WHERE lexemes @@ to_tsquery('english', 'password')"
+                            ).fetchall() == [(small,)]
 
 
 def test_api_keys_cannot_write_and_need_the_read_scope(http, tenant):

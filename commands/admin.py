@@ -20,6 +20,9 @@ from parley.ids import new_id
 
 VANITY = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# RFC 5321's limit; the read models index e-mails, and PostgreSQL cannot index one of a few thousand
+# characters: the store would take it and every read model would stop at it.
+MAX_EMAIL = 254
 HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _passwords = PasswordHasher()
 
@@ -71,8 +74,8 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
 def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str) -> tuple[Created, str]:
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
     email = email.strip().lower()
-    if not EMAIL.match(email):
-        raise Invalid("not an e-mail address", "email")
+    if len(email) > MAX_EMAIL or not EMAIL.match(email):
+        raise Invalid(f"not an e-mail address of at most {MAX_EMAIL} characters", "email")
     if len(password) < 8:
         raise Invalid("the password needs at least 8 characters", "password")
     operator_id = new_id()

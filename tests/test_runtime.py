@@ -294,6 +294,18 @@ def test_admin_bad_input_exits_non_zero(server, argv):
     assert result.returncode != 0 and result.stderr.strip()
 
 
+def test_an_operator_e_mail_longer_than_an_address_can_be_is_refused(server, http, tenant):
+    """The read models index operator e-mails, and PostgreSQL cannot index one of 3,000 characters: the
+    store once took it, and every read model stopped at it."""
+    at_most = "a" * (254 - len("@example.com")) + "@example.com"
+    for email, accepted in ((at_most, True), ("a" + at_most, False)):
+        result = parley("admin", "operator", "create", "--org", str(tenant.org_id), "--email", email,
+                        "--password", "correct horse", env=server.env, check=False)
+        assert (result.returncode == 0) is accepted, result.stderr
+    signed_in = http.post("/api/operators/sessions", json={"email": at_most, "password": "correct horse"})
+    assert signed_in.status_code == 200, signed_in.text
+
+
 def test_readme_documents_every_setting():
     readme = (ROOT / "README.md").read_text()
     assert [name for name in ENVIRONMENT if f"`{name}`" not in readme] == []

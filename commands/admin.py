@@ -23,6 +23,7 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # RFC 5321's limit; the read models index e-mails, and PostgreSQL cannot index one of a few thousand
 # characters: the store would take it and every read model would stop at it.
 MAX_EMAIL = 254
+MAX_RATE = 1_000_000_000  # a key's requests per minute; the read model keeps it as a 32-bit integer
 HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _passwords = PasswordHasher()
 
@@ -120,8 +121,8 @@ def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], webs
         raise Invalid(f"unknown scopes {unknown}; known: {sorted(ALL_SCOPES)}", "scopes")
     if website_id is not None:
         load(store, website_id, ev.WebsiteCreated, org_id, "website")
-    if rate_per_minute is not None and rate_per_minute < 1:
-        raise Invalid("the rate must be a positive number per minute", "rate")
+    if rate_per_minute is not None and not 1 <= rate_per_minute <= MAX_RATE:
+        raise Invalid(f"the rate must be 1 to {MAX_RATE:,} requests per minute", "rate")
     key_id = new_id()
     secret = "pk_" + secrets.token_urlsafe(32)
     position = store.append(Pending(key_id, 1, ev.ApiKeyCreated(

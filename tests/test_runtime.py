@@ -306,6 +306,20 @@ def test_an_operator_e_mail_longer_than_an_address_can_be_is_refused(server, htt
     assert signed_in.status_code == 200, signed_in.text
 
 
+def test_an_api_key_rate_beyond_what_the_read_model_holds_is_refused(server, tenant):
+    """A rate past 2**31 once went into the store, and every read model stopped at it (integer out of range)."""
+    for rate, accepted in (("1000000000", True), ("3000000000", False), ("0", False)):
+        result = parley("admin", "apikey", "create", "--org", str(tenant.org_id), "--scopes", "messages:read",
+                        "--rate", rate, env=server.env, check=False)
+        assert (result.returncode == 0) is accepted, result.stderr
+    store = server.store()
+    try:
+        after = admin.create_org(store, "After")
+    finally:
+        store.close()
+    server.wait_projected(after.position)  # the refused rates stored nothing the read models stop at
+
+
 def test_readme_documents_every_setting():
     readme = (ROOT / "README.md").read_text()
     assert [name for name in ENVIRONMENT if f"`{name}`" not in readme] == []

@@ -125,6 +125,9 @@ MESSAGES = Collection(
 )
 
 
+MAX_COUNT = 2**63 - 1  # PostgreSQL's LIMIT and OFFSET take a bigint
+
+
 def parse_int(params: Mapping[str, str], name: str, default: int = 0) -> int:
     raw = params.get(name)
     if raw is None or raw == "":
@@ -135,6 +138,8 @@ def parse_int(params: Mapping[str, str], name: str, default: int = 0) -> int:
         raise Invalid(f"{name} must be an integer", name) from None
     if value < 0:
         raise Invalid(f"{name} must not be negative", name)
+    if value > MAX_COUNT:
+        raise Invalid(f"{name} must be at most {MAX_COUNT}", name)
     return value
 
 

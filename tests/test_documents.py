@@ -147,6 +147,7 @@ def test_offset_mode_filters_and_projection(http, tenant):
     assert http.get("/api/documents", params={"published": "maybe"}, headers=headers).status_code == 400
     assert http.get("/api/documents", params={"fields": "secret"}, headers=headers).status_code == 400
     assert http.get("/api/documents", params={"limit": "-1"}, headers=headers).status_code == 400
+    assert http.get("/api/documents", params={"skip": str(2**63)}, headers=headers).status_code == 400
     pinned = tenant.key(website=other_site)
     assert ids_of(http.get("/api/documents", headers=pinned).json()) == [d["_id"]]
 

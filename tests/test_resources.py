@@ -128,6 +128,7 @@ def test_conversation_list_filters_sort_limit_skip(http, tenant):
 @pytest.mark.parametrize("params, field", [
     ({"sortField": "secret"}, "sortField"), ({"sortDirection": "UP"}, "sortDirection"),
     ({"limit": "ten"}, "limit"), ({"skip": "-1"}, "skip"), ({"resolved": "maybe"}, "resolved"),
+    ({"limit": str(2**63)}, "limit"), ({"skip": str(2**63)}, "skip"),
     ({"fields": "_id,passwordHash"}, "fields"),
 ])
 def test_bad_list_parameters_name_the_parameter(http, tenant, params, field):

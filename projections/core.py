@@ -3,14 +3,13 @@ customers, conversations and messages."""
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
-
 import msgspec
 import psycopg
 from psycopg.types.json import Jsonb
 
 from events import types as ev
-from events.store import CREDENTIAL_GENERATION, Recorded
+from events.store import CREDENTIAL_GENERATION
+from projections.handlers import ByKind, Handler, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_api_keys",
@@ -68,23 +67,6 @@ DROP INDEX IF EXISTS rm_conversations_org;
 DROP INDEX IF EXISTS rm_messages_conversation;
 DROP INDEX IF EXISTS rm_messages_org;
 """
-
-Handler = Callable[[psycopg.AsyncConnection, Recorded], Awaitable[None]]
-
-
-class CoreProjection:
-    name = "core"
-
-    async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
-
-    async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
-
-    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
-        handler = HANDLERS.get(type(recorded.event))
-        if handler:
-            await handler(conn, recorded.event)
 
 
 async def _organization(conn, e: ev.OrganizationCreated) -> None:
@@ -169,14 +151,17 @@ async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
         (e.resolved, e.spam, e.conversation_id))
 
 
-async def _message(conn, e: ev.MessageCreated) -> None:
-    await conn.execute(  # one statement: the message, and its conversation's lastEditTime
-        "WITH inserted AS (INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, "
-        "reply_to, internal, operator_id, creation_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT DO NOTHING) "
-        "UPDATE rm_conversations SET last_edit_time = GREATEST(last_edit_time, %s) WHERE id = %s",
-        (e.message_id, e.org_id, e.website_id, e.conversation_id, e.content, e.sender, e.reply_to, e.internal,
-         e.operator_id, e.at, e.at, e.conversation_id))
+async def _messages(conn, events: list[ev.MessageCreated]) -> None:
+    await conn.execute(  # one statement: the run's messages, and their conversations' lastEditTime
+        "WITH m AS (SELECT * FROM json_to_recordset(%s::json) AS m(message_id uuid, org_id uuid, website_id uuid, "
+        "conversation_id uuid, content text, sender text, reply_to uuid, internal boolean, operator_id uuid, "
+        "at timestamptz)), "
+        "inserted AS (INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, "
+        "internal, operator_id, creation_time) SELECT message_id, org_id, website_id, conversation_id, content, "
+        "sender, reply_to, internal, operator_id, at FROM m ON CONFLICT DO NOTHING) "
+        "UPDATE rm_conversations AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at) "
+        "FROM (SELECT conversation_id, max(at) AS at FROM m GROUP BY conversation_id) AS run "
+        "WHERE c.id = run.conversation_id", (as_json(events),))
 
 
 async def _message_read(conn, e: ev.MessageRead) -> None:
@@ -206,8 +191,19 @@ HANDLERS: dict[type, Handler] = {
     ev.CustomerUpdated: _customer_updated,
     ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
-    ev.MessageCreated: _message,
     ev.MessageRead: _message_read,
     ev.MessageRated: _message_rated,
     ev.MessageReactionsChanged: _message_reactions,
 }
+
+
+class CoreProjection(ByKind):
+    name = "core"
+    handlers = HANDLERS
+    run_handlers = {ev.MessageCreated: _messages}
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(DDL)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))

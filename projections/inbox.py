@@ -17,12 +17,11 @@ counters its tabs show, and who is mentioned where.
 from __future__ import annotations
 
 import re
-from typing import Awaitable, Callable
 
 import psycopg
 
 from events import types as ev
-from events.store import Recorded
+from projections.handlers import ByKind, Handler, as_json
 
 TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_operators")
 
@@ -91,25 +90,6 @@ def mentioned_emails(content: str) -> list[str]:
     return sorted({match.rstrip(".!?").lower() for match in MENTION.findall(content)})
 
 
-Handler = Callable[[psycopg.AsyncConnection, ev.Event], Awaitable[None]]
-
-
-class InboxProjection:
-    name = "inbox"
-
-    async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
-
-    async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
-        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count(), rm_inbox_mentions_follow()")
-
-    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
-        handler = HANDLERS.get(type(recorded.event))
-        if handler:
-            await handler(conn, recorded.event)
-
-
 async def _operator(conn, e: ev.OperatorCreated) -> None:
     await conn.execute(
         "INSERT INTO rm_inbox_operators (email, operator_id, org_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
@@ -129,22 +109,27 @@ async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
         (e.resolved, e.spam, e.conversation_id))
 
 
-async def _message(conn, e: ev.MessageCreated) -> None:
-    if e.sender == "customer" and not e.internal:
-        # a new visitor message is unread until a receipt names it
-        await conn.execute(
-            "UPDATE rm_inbox SET last_edit_time = GREATEST(last_edit_time, %s), last_customer_message_id = %s, "
-            "unread = true WHERE id = %s", (e.at, e.message_id, e.conversation_id))
-    else:
-        await conn.execute(
-            "UPDATE rm_inbox SET last_edit_time = GREATEST(last_edit_time, %s) WHERE id = %s",
-            (e.at, e.conversation_id))
-    if e.internal and (emails := mentioned_emails(e.content)):
-        await conn.execute(
-            "INSERT INTO rm_inbox_mentions (operator_id, conversation_id, website_id, customer_id, last_edit_time, spam) "
-            "SELECT o.operator_id, i.id, i.website_id, i.customer_id, i.last_edit_time, i.spam "
-            "FROM rm_inbox_operators o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
-            "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
+async def _messages(conn, events: list[ev.MessageCreated]) -> None:
+    """A conversation's latest visitor message (not an internal note) is unread until a receipt names it."""
+    await conn.execute(
+        "WITH m AS (SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (message_id uuid, conversation_id uuid, "
+        "sender text, internal boolean, at timestamptz)) WITH ORDINALITY AS m(message_id, conversation_id, sender, "
+        "internal, at, n)), "
+        "run AS (SELECT conversation_id, max(at) AS at, (array_agg(message_id ORDER BY n DESC) "
+        "FILTER (WHERE sender = 'customer' AND NOT internal))[1] AS visitor_message_id "
+        "FROM m GROUP BY conversation_id) "
+        "UPDATE rm_inbox AS i SET last_edit_time = GREATEST(i.last_edit_time, run.at), "
+        "last_customer_message_id = COALESCE(run.visitor_message_id, i.last_customer_message_id), "
+        "unread = i.unread OR run.visitor_message_id IS NOT NULL "
+        "FROM run WHERE i.id = run.conversation_id", (as_json(events),))
+    for e in events:
+        if e.internal and (emails := mentioned_emails(e.content)):
+            await conn.execute(
+                "INSERT INTO rm_inbox_mentions (operator_id, conversation_id, website_id, customer_id, "
+                "last_edit_time, spam) "
+                "SELECT o.operator_id, i.id, i.website_id, i.customer_id, i.last_edit_time, i.spam "
+                "FROM rm_inbox_operators o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
+                "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
 
 
 async def _message_read(conn, e: ev.MessageRead) -> None:
@@ -157,6 +142,18 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorCreated: _operator,
     ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
-    ev.MessageCreated: _message,
     ev.MessageRead: _message_read,
 }
+
+
+class InboxProjection(ByKind):
+    name = "inbox"
+    handlers = HANDLERS
+    run_handlers = {ev.MessageCreated: _messages}
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(DDL)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
+        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count(), rm_inbox_mentions_follow()")

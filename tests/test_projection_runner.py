@@ -136,6 +136,51 @@ def test_an_event_recorded_with_a_nul_character_does_not_stop_the_read_models(in
         assert conn.execute("SELECT position FROM parley_projection_positions WHERE name = 'inbox'").fetchone()[0] == 3
 
 
+def test_a_run_of_messages_in_one_statement_leaves_what_one_at_a_time_leaves(infra, monkeypatch):
+    """Core and inbox write a run of messages in one statement: the read models must end as they would
+    applying each message alone (the latest visitor message unread until read, internal notes and their
+    mentions, each conversation's last edit time), which a second database, one event per batch, gives."""
+    org_id, website_id, operator_id = new_id(), new_id(), new_id()
+    a, b = new_id(), new_id()
+    messages = {}
+
+    def said(conversation_id, sender, content="hi", internal=False):
+        messages[len(messages)] = message_id = new_id()
+        return Pending(message_id, 1, ev.MessageCreated(
+            org_id=org_id, at=now(), message_id=message_id, conversation_id=conversation_id, website_id=website_id,
+            content=content, sender=sender, internal=internal, operator_id=None if sender == "customer" else operator_id))
+
+    history = [Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id,
+                                                          email="ann@example.com", password_hash="x"))]
+    history += [Pending(c, 1, ev.ConversationCreated(org_id=org_id, at=now(), conversation_id=c, website_id=website_id,
+                                                     customer_id=new_id())) for c in (a, b)]
+    history += [said(a, "customer"), said(a, "operator", "ask @ann@example.com", internal=True), said(b, "operator"),
+                said(a, "customer"), said(a, "operator")]
+    history.append(Pending(a, 2, ev.MessageRead(org_id=org_id, at=now(), message_id=messages[3], conversation_id=a)))
+    history += [said(b, "customer"), said(b, "customer", "note", internal=True)]
+
+    def project(batch_size: int) -> dict[str, list]:
+        database_url = infra.new_database()
+        store = EventStore(database_url, pool_size=1)
+        monkeypatch.setattr(runner_module, "CATCH_UP_BATCH", batch_size)
+        try:
+            for pending in history:
+                store.append(pending)
+            for projection in (CoreProjection(), InboxProjection()):
+                assert asyncio.run(catch_up_if_idle(database_url, projection, store))
+        finally:
+            store.close()
+        with psycopg.connect(database_url) as conn:
+            return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall() for table in (
+                "rm_messages", "rm_conversations", "rm_inbox", "rm_inbox_counts", "rm_inbox_mentions")}
+
+    together, alone = project(1000), project(1)
+    assert together == alone
+    inbox = {row[0]: row for row in together["rm_inbox"]}
+    assert inbox[a][-2:] == (False, messages[3]) and inbox[b][-2:] == (True, messages[5])  # unread, latest visitor's
+    assert [row[:2] for row in together["rm_inbox_mentions"]] == [(operator_id, a)]
+
+
 def test_the_search_index_handles_only_document_events():
     from projections.search import SearchProjection
     from projections.runner import handles

@@ -1,0 +1,40 @@
+"""Read models that apply each kind of event with a handler of its own.
+
+A kind that comes in runs, a conversation's messages, may instead have a handler for a whole run of
+consecutive events of that kind, which writes them in one statement: its rows travel as one JSON
+parameter (`as_json`) that the statement reads with `json_to_recordset`, since each statement and each
+parameter cost the projection's process more than the rows they carry."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Awaitable, Callable, ClassVar, Sequence
+
+import msgspec
+import psycopg
+
+from events.store import Recorded
+
+Handler = Callable[[psycopg.AsyncConnection, Any], Awaitable[None]]
+RunHandler = Callable[[psycopg.AsyncConnection, list[Any]], Awaitable[None]]
+
+
+class ByKind:
+    handlers: ClassVar[dict[type, Handler]]
+    run_handlers: ClassVar[dict[type, RunHandler]] = {}
+
+    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        await self.apply_all(conn, [recorded])
+
+    async def apply_all(self, conn: psycopg.AsyncConnection, batch: Sequence[Recorded]) -> None:
+        """Applies the batch in order, run by run of the same kind of event."""
+        for kind, run in itertools.groupby(batch, key=lambda recorded: type(recorded.event)):
+            if apply_run := self.run_handlers.get(kind):
+                await apply_run(conn, [recorded.event for recorded in run])
+            elif handler := self.handlers.get(kind):
+                for recorded in run:
+                    await handler(conn, recorded.event)
+
+
+def as_json(events: list[Any]) -> str:
+    return msgspec.json.encode(events).decode()

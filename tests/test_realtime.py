@@ -159,7 +159,9 @@ def test_replay_from_last_event_id_then_live_without_duplicates(server, http):
 
 @pytest.fixture
 def own_server(infra, tmp_path):
-    running = make_server(infra, tmp_path, PARLEY_PRESENCE_TTL_SECONDS="1").start()
+    # Short, so a crashed process's visitors go offline quickly; not so short that a heartbeat delayed
+    # on a loaded machine (renewals come every third of it) lets a live process's visitors lapse.
+    running = make_server(infra, tmp_path, PARLEY_PRESENCE_TTL_SECONDS="3").start()
     yield running
     running.stop()
 

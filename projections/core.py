@@ -4,12 +4,11 @@ customers, conversations and messages."""
 from __future__ import annotations
 
 import msgspec
-import psycopg
 from psycopg.types.json import Jsonb
 
 from events import types as ev
 from events.store import CREDENTIAL_GENERATION
-from projections.handlers import ByKind, Handler, as_json
+from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_api_keys",
@@ -197,13 +196,7 @@ HANDLERS: dict[type, Handler] = {
 }
 
 
-class CoreProjection(ByKind):
-    name = "core"
+class CoreProjection(ReadModel):
+    name, ddl, tables = "core", DDL, TABLES
     handlers = HANDLERS
     run_handlers = {ev.MessageCreated: _messages}
-
-    async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
-
-    async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))

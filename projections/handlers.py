@@ -1,4 +1,4 @@
-"""Read models that apply each kind of event with a handler of its own.
+"""Read models made of their tables and a handler for each kind of event they change on.
 
 A kind that comes in runs, a conversation's messages, may instead have a handler for a whole run of
 consecutive events of that kind, which writes them in one statement: its rows travel as one JSON
@@ -19,9 +19,21 @@ Handler = Callable[[psycopg.AsyncConnection, Any], Awaitable[None]]
 RunHandler = Callable[[psycopg.AsyncConnection, list[Any]], Awaitable[None]]
 
 
-class ByKind:
+class ReadModel:
+    name: ClassVar[str]
+    ddl: ClassVar[str]  # creates the tables (and their functions), if missing
+    tables: ClassVar[tuple[str, ...]]
+    functions: ClassVar[tuple[str, ...]] = ()  # signatures of the functions the DDL creates
     handlers: ClassVar[dict[type, Handler]]
     run_handlers: ClassVar[dict[type, RunHandler]] = {}
+
+    async def create(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(self.ddl)
+
+    async def drop(self, conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(self.tables))
+        if self.functions:
+            await conn.execute("DROP FUNCTION IF EXISTS " + ", ".join(self.functions))
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         await self.apply_all(conn, [recorded])

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import re
 
-import psycopg
-
 from events import types as ev
-from projections.handlers import ByKind, Handler, as_json
+from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_operators")
 
@@ -146,14 +144,8 @@ HANDLERS: dict[type, Handler] = {
 }
 
 
-class InboxProjection(ByKind):
-    name = "inbox"
+class InboxProjection(ReadModel):
+    name, ddl, tables = "inbox", DDL, TABLES
+    functions = ("rm_inbox_count()", "rm_inbox_mentions_follow()")
     handlers = HANDLERS
     run_handlers = {ev.MessageCreated: _messages}
-
-    async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
-
-    async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
-        await conn.execute("DROP FUNCTION IF EXISTS rm_inbox_count(), rm_inbox_mentions_follow()")

@@ -58,7 +58,9 @@ class Pending(NamedTuple):
 
 _encoder = msgspec.json.Encoder()
 _decoder: msgspec.json.Decoder | None = None
-# U+0000 as JSON writes it, `\u0000`, where its backslash is not itself escaped (`\\u0000` is text).
+# U+0000 as JSON writes it. Finding these bytes is cheap, and most texts lack them; they may still be the
+# text `\\u0000`, so ESCAPED_NUL tells: the escape whose backslash is not itself escaped.
+JSON_NUL = rb"\u0000"
 ESCAPED_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
@@ -73,7 +75,7 @@ def decode_event(data: bytes) -> Event:
     global _decoder
     if _decoder is None:
         _decoder = msgspec.json.Decoder(typing.Union[EVENT_TYPES])  # type: ignore[valid-type]
-    if b"\\u0000" in data:
+    if JSON_NUL in data:
         data = ESCAPED_NUL.sub(rb"\1\\ufffd", data)
     return _decoder.decode(data)
 

@@ -13,7 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
 from commands.errors import Invalid
-from events.store import ESCAPED_NUL, EventStore
+from events.store import JSON_NUL, EventStore
 from parley.settings import Settings
 from readapi.consistency import PositionWatch
 from readapi.credentials import KnownCredentials
@@ -75,7 +75,7 @@ async def decode_body(request: Request, shape: type[T]) -> T:
         if isinstance(exc, msgspec.ValidationError):
             raise
         raise Invalid(f"malformed JSON: {exc}") from None
-    if ESCAPED_NUL.search(raw) and (at := first_nul(msgspec.json.decode(raw))):
+    if JSON_NUL in raw and (at := first_nul(msgspec.json.decode(raw))):
         # PostgreSQL text cannot hold it: the read models could not store what the event store took
         raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
     return body

@@ -7,10 +7,8 @@ built with the text-search configuration of the document's language.
 
 from __future__ import annotations
 
-import psycopg
-
 from events import types as ev
-from events.store import Recorded
+from projections.handlers import ReadModel
 
 DDL = """
 CREATE EXTENSION IF NOT EXISTS unaccent;
@@ -54,34 +52,6 @@ def text_search_config(locale: str) -> str:
     return TEXT_SEARCH_CONFIGS.get(locale.replace("_", "-").split("-")[0].lower(), "simple")
 
 
-class DocumentsProjection:
-    name = "documents"
-
-    async def create(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute(DDL)
-
-    async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await conn.execute("DROP TABLE IF EXISTS rm_documents")
-        await conn.execute("DROP FUNCTION IF EXISTS rm_document_lexemes(regconfig, text, text)")
-
-    async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
-        e = recorded.event
-        if isinstance(e, ev.DocumentCreated):
-            await conn.execute(
-                "INSERT INTO rm_documents (id, org_id, website_id, title, locale, category, published, content, "
-                "source, created_at, updated_at, title_folded, lexemes) "
-                "VALUES (%(id)s, %(org)s, %(website)s, %(title)s, %(locale)s, %(category)s, %(published)s, "
-                "%(content)s, %(source)s, %(at)s, %(at)s, lower(unaccent(%(title)s)), " + LEXEMES + ") "
-                "ON CONFLICT DO NOTHING", _row(e) | {"source": e.source})
-        elif isinstance(e, ev.DocumentUpdated):
-            await conn.execute(
-                "UPDATE rm_documents SET title = %(title)s, locale = %(locale)s, category = %(category)s, "
-                "published = %(published)s, content = %(content)s, updated_at = %(at)s, "
-                "title_folded = lower(unaccent(%(title)s)), lexemes = " + LEXEMES + " WHERE id = %(id)s", _row(e))
-        elif isinstance(e, ev.DocumentDeleted):
-            await conn.execute("DELETE FROM rm_documents WHERE id = %s", (e.document_id,))
-
-
 LEXEMES = "rm_document_lexemes(%(config)s::regconfig, %(title)s, %(content)s)"
 
 
@@ -89,3 +59,29 @@ def _row(e: ev.DocumentState) -> dict:
     return {"id": e.document_id, "org": e.org_id, "website": e.website_id, "title": e.title, "locale": e.locale,
             "category": e.category, "published": e.published, "content": e.content, "at": e.at,
             "config": text_search_config(e.locale)}
+
+
+async def _created(conn, e: ev.DocumentCreated) -> None:
+    await conn.execute(
+        "INSERT INTO rm_documents (id, org_id, website_id, title, locale, category, published, content, "
+        "source, created_at, updated_at, title_folded, lexemes) "
+        "VALUES (%(id)s, %(org)s, %(website)s, %(title)s, %(locale)s, %(category)s, %(published)s, "
+        "%(content)s, %(source)s, %(at)s, %(at)s, lower(unaccent(%(title)s)), " + LEXEMES + ") "
+        "ON CONFLICT DO NOTHING", _row(e) | {"source": e.source})
+
+
+async def _updated(conn, e: ev.DocumentUpdated) -> None:
+    await conn.execute(
+        "UPDATE rm_documents SET title = %(title)s, locale = %(locale)s, category = %(category)s, "
+        "published = %(published)s, content = %(content)s, updated_at = %(at)s, "
+        "title_folded = lower(unaccent(%(title)s)), lexemes = " + LEXEMES + " WHERE id = %(id)s", _row(e))
+
+
+async def _deleted(conn, e: ev.DocumentDeleted) -> None:
+    await conn.execute("DELETE FROM rm_documents WHERE id = %s", (e.document_id,))
+
+
+class DocumentsProjection(ReadModel):
+    name, ddl, tables = "documents", DDL, ("rm_documents",)
+    functions = ("rm_document_lexemes(regconfig, text, text)",)
+    handlers = {ev.DocumentCreated: _created, ev.DocumentUpdated: _updated, ev.DocumentDeleted: _deleted}

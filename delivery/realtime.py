@@ -311,7 +311,7 @@ class Hub:
                         continue
                     await self._catch_up(int(msg.headers[stream.PREVIOUS]))
                     if at > self.position:
-                        await self.dispatch(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0,
+                        await self.dispatch(Recorded(at, uuid.UUID(msg.headers[stream.STREAM_ID]), 0,
                                                      decode_event(msg.data)))
             finally:
                 await sub.unsubscribe()

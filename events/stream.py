@@ -2,7 +2,8 @@
 
 The relay publishes the log in order with `Nats-Msg-Id` set to the position, so a crash between commit
 and publish only re-publishes (JetStream drops the duplicate). Each message also names the position
-published before it, so a consumer can tell a gap (a wiped or trimmed stream) from a normal jump.
+published before it, so a consumer can tell a gap (a wiped or trimmed stream, a lost publish) from a
+normal jump, and catches up from the store.
 Only one relay runs at a time across all processes: it holds a PostgreSQL advisory lock.
 """
 
@@ -24,10 +25,16 @@ from parley.supervision import keep_running
 log = logging.getLogger("parley.relay")
 
 DEFAULT_STREAM = "PARLEY_EVENTS"
-POSITION = "Parley-Position"
+POSITION = "Nats-Msg-Id"  # the event's position: the id JetStream deduplicates on is the position itself
 PREVIOUS = "Parley-Previous-Position"
+STREAM_ID = "Parley-Stream"
 RELAY_LOCK = 0x7061726C6579  # "parley"
 BATCH = 500
+# Under load the relay reads at most one batch per PACE_SECONDS: whatever commits meanwhile joins the next
+# batch, so each batch's fixed costs (a query, a publish round trip, a transaction in every consumer) are
+# shared by more events (at 4 writing clients the workers spent about 40% less CPU per event). An event after
+# a quiet moment goes at once.
+PACE_SECONDS = 0.003
 
 
 async def connect(url: str) -> nats.NATS:
@@ -80,12 +87,7 @@ async def first_seq_after(js: JetStreamContext, stream: str, position: int) -> i
 
 
 def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[str, str]:
-    return {
-        "Nats-Msg-Id": str(position),
-        POSITION: str(position),
-        PREVIOUS: str(previous),
-        "Parley-Stream": str(stream_id),
-    }
+    return {POSITION: str(position), PREVIOUS: str(previous), STREAM_ID: str(stream_id)}
 
 
 class Relay:
@@ -107,23 +109,34 @@ class Relay:
                 js = nc.jetstream()
                 await ensure_stream(js, self.stream)
                 published = await last_published(js, self.stream)
+                loop = asyncio.get_running_loop()
+                read_at = 0.0
                 while True:
+                    if (early := read_at + PACE_SECONDS - loop.time()) > 0:
+                        await asyncio.sleep(early)
+                    read_at = loop.time()
                     # the stored bytes are the encoded event: published as they are, never decoded here
                     batch = await (await conn.execute(SELECT_LOG, (published, BATCH), prepare=True)).fetchall()
                     if batch:
-                        published = await self._publish(js, batch, published)
+                        published = await self._publish(nc, js, batch, published)
                     if len(batch) < BATCH:
                         async for _ in conn.notifies(timeout=1.0, stop_after=1):
                             pass
             finally:
                 await nc.close()
 
-    async def _publish(self, js: JetStreamContext, batch: list[tuple[int, uuid.UUID, bytes]], previous: int) -> int:
-        # Sent one after another on one connection, they reach the server in order; acks come back together.
-        acks = []
-        for position, stream_id, data in batch:
-            acks.append(await js.publish_async(subject_of(self.stream), data, stream=self.stream,
-                                               headers=message_headers(position, stream_id, previous)))
+    async def _publish(self, nc: nats.NATS, js: JetStreamContext, batch: list[tuple[int, uuid.UUID, bytes]],
+                       previous: int) -> int:
+        """Sent one after another on one connection, the batch reaches the server in order, so the stream
+        has stored all of it once it acknowledges the last: only that one asks for an acknowledgement (an
+        ack per event cost the relay and NATS about as much as the publish). Should one before it be lost
+        all the same, its successor names it as the previous position and consumers fill the gap from the
+        store."""
+        subject = subject_of(self.stream)
+        *leading, (last, last_stream_id, last_data) = batch
+        for position, stream_id, data in leading:
+            await nc.publish(subject, data, headers=message_headers(position, stream_id, previous))
             previous = position
-        await asyncio.gather(*acks)
-        return previous
+        await (await js.publish_async(subject, last_data, stream=self.stream,
+                                      headers=message_headers(last, last_stream_id, previous)))
+        return last

@@ -313,7 +313,7 @@ class ProjectionRunner:
                         seen = min(self.positions.values())
                         if at <= seen:
                             continue
-                    batch.append(Recorded(at, uuid.UUID(msg.headers["Parley-Stream"]), 0, decode_event(msg.data)))
+                    batch.append(Recorded(at, uuid.UUID(msg.headers[stream.STREAM_ID]), 0, decode_event(msg.data)))
                     seen = at
                 if batch:
                     await self._apply(conn, batch, inbox)

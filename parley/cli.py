@@ -22,6 +22,7 @@ import uvloop
 from commands import admin
 from commands.errors import CommandError
 from events.store import EventStore
+from parley.httpserver import CoalescingHttpToolsProtocol
 from parley.ids import parse_id
 from parley.runtime import Infrastructure, Runtime, prepare_loop
 from parley.settings import Settings, load_settings
@@ -66,7 +67,7 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
             # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1; PARLEY_TRUSTED_PROXIES decides
             server = _Server(uvicorn.Config(app, lifespan="off", access_log=False, proxy_headers=False,
-                                            log_level=settings.log_level.lower()))
+                                            http=CoalescingHttpToolsProtocol, log_level=settings.log_level.lower()))
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)

@@ -227,6 +227,7 @@ class EventStore:
                          f"(SELECT FROM {CREDENTIAL_GENERATION})")
             curs.execute(APPEND_FUNCTION)
         self._pool: AsyncConnectionPool | None = None
+        self._appender: psycopg.AsyncConnection | None = None
         self._async_queue: list[tuple[_Append, asyncio.Future]] = []
         self._async_writer: asyncio.Task | None = None
         self._first_events: dict[uuid.UUID, Recorded] = {}
@@ -290,6 +291,8 @@ class EventStore:
     async def close_async(self) -> None:
         if self._async_writer is not None:
             await asyncio.gather(self._async_writer, return_exceptions=True)
+        if self._appender is not None:
+            await self._appender.close()
         if self._pool is not None:
             await self._pool.close()
 
@@ -319,11 +322,18 @@ class EventStore:
                 else:
                     result.set_result(request.position)
 
+    async def _appending_connection(self) -> psycopg.AsyncConnection:
+        """The writer task's own connection, opened again once lost: one task writes, one batch at a
+        time, so a pool's checkout and return around every batch bought nothing."""
+        if self._appender is None or self._appender.closed:
+            self._appender = await psycopg.AsyncConnection.connect(self.database_url, autocommit=True)
+        return self._appender
+
     async def _write_async(self, batch: list[_Append]) -> None:
         assert self._pool is not None, "open_async() first"
         try:
-            async with self._pool.connection() as conn:
-                _settle(batch, (await (await conn.execute(APPEND, _argument(batch), prepare=True)).fetchone())[0])
+            conn = await self._appending_connection()
+            _settle(batch, (await (await conn.execute(APPEND, _argument(batch), prepare=True)).fetchone())[0])
         except Exception as exc:  # noqa: BLE001 - handed to the waiting callers
             if _failed(batch, exc):
                 for request in batch:

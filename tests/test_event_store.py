@@ -4,9 +4,11 @@ from many concurrent appends (synchronous and on the event loop), and each organ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 
+import psycopg
 import pytest
 
 from commands.streams import now
@@ -82,6 +84,32 @@ def test_async_appends_group_commit_record_positions_and_conflicts(store):
             assert store.org_position(org_id) == max(positions)
             assert [r.version for r in store.load(taken)] == [1]
             assert [r.event.name for r in store.load(taken)] == ["Acme"]
+        finally:
+            await store.close_async()
+
+    asyncio.run(scenario())
+
+
+def test_an_append_after_its_connection_was_lost_opens_another(store):
+    """The writer keeps one connection; a server that ends it (a restart, an administrator) fails the
+    appends in flight at most, never the ones after."""
+    org_id = new_id()
+
+    async def scenario() -> None:
+        await store.open_async()
+        try:
+            await store.append_async(Pending(new_id(), 1, organization(org_id)))
+            with psycopg.connect(store.database_url, autocommit=True) as admin_conn:
+                ended = admin_conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'SELECT parley_append%%' AND pid <> pg_backend_pid()").fetchall()
+            assert ended == [(True,)]
+            with contextlib.suppress(psycopg.OperationalError):
+                await store.append_async(Pending(new_id(), 1, organization(org_id)))
+            later = new_id()
+            position = await store.append_async(Pending(later, 1, organization(org_id)))
+            assert store.org_position(org_id) == position
+            assert [r.event.org_id for r in store.load(later)] == [org_id]
         finally:
             await store.close_async()
 

@@ -309,6 +309,9 @@ class Hub:
                     at = int(msg.headers[stream.POSITION])
                     if at <= self.position:
                         continue
+                    if not self.operators and not self.visitor_orgs:
+                        self.position = at  # nobody to tell: not even decoded (a new stream replays from the store)
+                        continue
                     await self._catch_up(int(msg.headers[stream.PREVIOUS]))
                     if at > self.position:
                         await self.dispatch(Recorded(at, uuid.UUID(msg.headers[stream.STREAM_ID]), 0,

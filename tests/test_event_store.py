@@ -102,7 +102,8 @@ def test_an_append_after_its_connection_was_lost_opens_another(store):
             with psycopg.connect(store.database_url, autocommit=True) as admin_conn:
                 ended = admin_conn.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE query LIKE 'SELECT parley_append%%' AND pid <> pg_backend_pid()").fetchall()
+                    "WHERE datname = current_database() AND query LIKE 'SELECT parley_append%%' "
+                    "AND pid <> pg_backend_pid()").fetchall()
             assert ended == [(True,)]
             with contextlib.suppress(psycopg.OperationalError):
                 await store.append_async(Pending(new_id(), 1, organization(org_id)))

@@ -23,12 +23,11 @@ from datetime import datetime
 from typing import AsyncIterator, Callable, Literal, NamedTuple
 
 import msgspec
-from nats.js.api import ConsumerConfig, DeliverPolicy
 from psycopg_pool import AsyncConnectionPool
 
 from events import stream
 from events import types as ev
-from events.store import EventStore, Recorded, decode_event
+from events.store import EventStore, Recorded
 from readapi.collections import Conversation, new_message
 from readapi.visitor_views import chat_conversation_of, chat_message_of
 
@@ -293,29 +292,19 @@ class Hub:
         nc = await stream.connect(self.nats_url)
         try:
             js = nc.jetstream()
-            await stream.ensure_stream(js, self.stream)
-            inbox: asyncio.Queue = asyncio.Queue()
-
-            async def enqueue(msg) -> None:
-                inbox.put_nowait(msg)
-
-            start = await stream.first_seq_after(js, self.stream, self.position)
-            sub = await js.subscribe(
-                stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
-                config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start))
+            sub, inbox = await stream.follow(js, self.stream, self.position)
             try:
                 while True:
                     msg = await inbox.get()
-                    at = int(msg.headers[stream.POSITION])
+                    at = stream.position_of(msg)
                     if at <= self.position:
                         continue
                     if not self.operators and not self.visitor_orgs:
                         self.position = at  # nobody to tell: not even decoded (a new stream replays from the store)
                         continue
-                    await self._catch_up(int(msg.headers[stream.PREVIOUS]))
+                    await self._catch_up(stream.previous_of(msg))
                     if at > self.position:
-                        await self.dispatch(Recorded(at, uuid.UUID(msg.headers[stream.STREAM_ID]), 0,
-                                                     decode_event(msg.data)))
+                        await self.dispatch(stream.recorded_of(msg))
             finally:
                 await sub.unsubscribe()
         finally:

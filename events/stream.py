@@ -16,10 +16,12 @@ import uuid
 import nats
 import psycopg
 from nats.js import JetStreamContext
-from nats.js.api import StorageType, StreamConfig
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from events.store import NOTIFY_CHANNEL, SELECT_LOG
+from events.store import NOTIFY_CHANNEL, SELECT_LOG, Recorded, decode_event
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
@@ -52,9 +54,21 @@ async def ensure_stream(js: JetStreamContext, stream: str) -> None:
         await js.add_stream(StreamConfig(name=stream, subjects=[subject_of(stream)], storage=StorageType.FILE))
 
 
-async def position_at(js: JetStreamContext, stream: str, seq: int) -> int:
-    msg = await js.get_msg(stream, seq)
+def position_of(msg: Msg) -> int:
     return int(msg.headers[POSITION])
+
+
+def previous_of(msg: Msg) -> int:
+    """The position published before this message's: one a consumer has not seen is a gap."""
+    return int(msg.headers[PREVIOUS])
+
+
+def recorded_of(msg: Msg) -> Recorded:
+    return Recorded(position_of(msg), uuid.UUID(msg.headers[STREAM_ID]), 0, decode_event(msg.data))
+
+
+async def position_at(js: JetStreamContext, stream: str, seq: int) -> int:
+    return position_of(await js.get_msg(stream, seq))
 
 
 async def last_published(js: JetStreamContext, stream: str) -> int:
@@ -84,6 +98,22 @@ async def first_seq_after(js: JetStreamContext, stream: str, position: int) -> i
         else:
             lo = mid + 1
     return lo
+
+
+async def follow(js: JetStreamContext, stream: str, after: int) -> tuple[Subscription, asyncio.Queue]:
+    """An ordered consumer of the stream from the first message past position `after`, and the queue its
+    messages arrive on, in stream order."""
+    await ensure_stream(js, stream)
+    arrived: asyncio.Queue = asyncio.Queue()
+
+    async def enqueue(msg: Msg) -> None:
+        arrived.put_nowait(msg)
+
+    start = await first_seq_after(js, stream, after)
+    sub = await js.subscribe(
+        subject_of(stream), stream=stream, cb=enqueue, ordered_consumer=True,
+        config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start))
+    return sub, arrived
 
 
 def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[str, str]:

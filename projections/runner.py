@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 import zlib
 from typing import Awaitable, Callable, Protocol, Sequence
 
 import msgspec
 import psycopg
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from events import stream
-from events.store import EventStore, Recorded, decode_event
+from events.store import EventStore, Recorded
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.projections")
@@ -278,17 +276,7 @@ class ProjectionRunner:
         return True
 
     async def _follow(self, conn: psycopg.AsyncConnection, js) -> None:
-        await stream.ensure_stream(js, self.stream)
-        inbox: asyncio.Queue = asyncio.Queue()
-
-        async def enqueue(msg) -> None:
-            inbox.put_nowait(msg)
-
-        start = await stream.first_seq_after(js, self.stream, min(self.positions.values()))
-        sub = await js.subscribe(
-            stream.subject_of(self.stream), stream=self.stream, cb=enqueue, ordered_consumer=True,
-            config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start),
-        )
+        sub, inbox = await stream.follow(js, self.stream, min(self.positions.values()))
         try:
             while True:
                 messages = [await inbox.get()]
@@ -299,10 +287,10 @@ class ProjectionRunner:
                 for msg in messages:
                     if msg is STORE_DUE:
                         continue
-                    at = int(msg.headers[stream.POSITION])
+                    at = stream.position_of(msg)
                     if at <= seen:
                         continue
-                    if int(msg.headers[stream.PREVIOUS]) > seen:
+                    if stream.previous_of(msg) > seen:
                         log.warning("stream gap before position %s for %s; catching up from the store", at, self.name)
                         if batch:
                             await self._apply(conn, batch, inbox)
@@ -313,7 +301,7 @@ class ProjectionRunner:
                         seen = min(self.positions.values())
                         if at <= seen:
                             continue
-                    batch.append(Recorded(at, uuid.UUID(msg.headers[stream.STREAM_ID]), 0, decode_event(msg.data)))
+                    batch.append(stream.recorded_of(msg))
                     seen = at
                 if batch:
                     await self._apply(conn, batch, inbox)

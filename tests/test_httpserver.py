@@ -10,7 +10,9 @@ import socket
 from parley.httpserver import TurnCoalescingTransport
 
 
-class Counting(asyncio.Protocol):
+class Idle(asyncio.Protocol):
+    """Holds the transport; what the other end receives is counted at the transport."""
+
     def connection_made(self, transport) -> None:
         self.transport = transport
 
@@ -23,7 +25,7 @@ def scenario(body) -> list[bytes]:
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        raw, _ = await loop.connect_accepted_socket(Counting, ours)
+        raw, _ = await loop.connect_accepted_socket(Idle, ours)
         sends: list[bytes] = []
         write = raw.write
 

@@ -5,7 +5,6 @@ relays at once; and a consumer that finds a position missing from the stream fil
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import nats
@@ -17,14 +16,7 @@ from events.store import EVENTS_TABLE, EventStore, Pending
 from events.stream import Relay
 from parley.ids import new_id
 from projections.runner import ProjectionRunner, connect, current_position
-from tests.test_projection_runner import MessagesSeen, message, session
-
-
-async def eventually(check, seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not await check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
+from tests.test_projection_runner import MessagesSeen, eventually, message, session
 
 
 class Fixture:
@@ -115,7 +107,7 @@ def test_a_position_missing_from_the_stream_is_filled_from_the_store(log):
         nc = await nats.connect(log.nats_url)
         try:
             js = nc.jetstream()
-            await eventually(lambda: asyncio.sleep(0, runner.positions != {}))
+            await eventually(lambda: runner.positions != {})
             lost = await asyncio.to_thread(log.append, message(0, log.org_id))
             kept = await asyncio.to_thread(log.append, message(0, log.org_id))
             _, stream_id, data = log.stored()[-1]

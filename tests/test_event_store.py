@@ -8,12 +8,14 @@ import contextlib
 import threading
 import uuid
 
+import msgspec
 import psycopg
 import pytest
 
 from commands.streams import now
 from events import types as ev
-from events.store import CredentialsChanged, EventStore, Pending, StreamConflict
+from events.store import (EVENTS_TABLE, AppendBatch, AppendedEvent, Appender, CredentialsChanged, EventStore, Pending,
+                          StreamConflict, encode_event)
 from parley.ids import new_id
 
 
@@ -113,6 +115,28 @@ def test_an_append_after_its_connection_was_lost_opens_another(store):
             assert [r.event.org_id for r in store.load(later)] == [org_id]
         finally:
             await store.close_async()
+
+    asyncio.run(scenario())
+
+
+def test_an_append_cut_off_midway_closes_its_connection(store):
+    """Cancelled while the server still owes its answer, an append leaves that answer on the connection,
+    where the next append would take it for its own: the connection is closed instead."""
+    org_id, stream_id = new_id(), new_id()
+    argument = msgspec.json.encode(AppendBatch([AppendedEvent(
+        stream_id, 1, "OrganizationCreated", encode_event(organization(org_id)), org_id)], []))
+
+    async def scenario() -> None:
+        appender = await Appender.connect(store.database_url)
+        with psycopg.connect(store.database_url) as holder:
+            holder.execute(f"LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE")  # the append waits on the server
+            cut = asyncio.create_task(appender.append(argument))
+            await asyncio.sleep(0.3)
+            assert not cut.done()
+            cut.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await cut
+        assert appender.conn.closed
 
     asyncio.run(scenario())
 

@@ -21,7 +21,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from events.store import NOTIFY_CHANNEL, SELECT_LOG, Recorded, decode_event
+from events.store import EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, Recorded, decode_event
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
@@ -32,11 +32,18 @@ PREVIOUS = "Parley-Previous-Position"
 STREAM_ID = "Parley-Stream"
 RELAY_LOCK = 0x7061726C6579  # "parley"
 BATCH = 500
-# Under load the relay reads at most one batch per PACE_SECONDS: whatever commits meanwhile joins the next
-# batch, so each batch's fixed costs (a query, a publish round trip, a transaction in every consumer) are
-# shared by more events (at 4 writing clients the workers spent a quarter to a half less CPU per event). An
-# event after a quiet moment goes at once.
-PACE_SECONDS = 0.003
+# The relay lets events gather in proportion to the load: after a batch of n events it reads the next at
+# most PACE_SECONDS * min(1, n / PACE_FILL) after the last read. Under load (PACE_FILL events or more a
+# read) it reads once per PACE_SECONDS, and each batch's fixed costs (a query, a publish round trip, a
+# transaction in every consumer, the position notices to every API process) are shared by more events: at
+# 4 writing clients, 8 ms rather than 3 cut the CPU a message costs in all by a third, for at most 8 ms
+# more on a write's way to the read models. At a few events per pace, latency wins: the wait shrinks with
+# the batches, and an event after a quiet moment goes at once.
+PACE_SECONDS = 0.008
+PACE_FILL = 4
+# Under load appends do not notify the relay (see RELAY_LISTENING): it reads at its pace until the log
+# runs dry, then waits for notices again, and reads on its own only this often, should one never come.
+IDLE_READ_SECONDS = 1.0
 
 
 async def connect(url: str) -> nats.NATS:
@@ -140,20 +147,43 @@ class Relay:
                 await ensure_stream(js, self.stream)
                 published = await last_published(js, self.stream)
                 loop = asyncio.get_running_loop()
-                read_at = 0.0
+                read_at, batch, listening = 0.0, [], None  # whether appends notify: unknown at first
                 while True:
-                    if (early := read_at + PACE_SECONDS - loop.time()) > 0:
+                    pace = PACE_SECONDS * min(1.0, len(batch) / PACE_FILL)
+                    if (early := read_at + pace - loop.time()) > 0:
                         await asyncio.sleep(early)
                     read_at = loop.time()
-                    # the stored bytes are the encoded event: published as they are, never decoded here
-                    batch = await (await conn.execute(SELECT_LOG, (published, BATCH), prepare=True)).fetchall()
+                    batch = await self._read(conn, published)
+                    if not batch and listening is not True:
+                        batch, listening = await self._listen(conn, published), True
+                    elif len(batch) >= PACE_FILL and listening is not False:
+                        await conn.execute(f"UPDATE {RELAY_LISTENING} SET listening = false")
+                        listening = False
                     if batch:
                         published = await self._publish(nc, js, batch, published)
-                    if len(batch) < BATCH:
-                        async for _ in conn.notifies(timeout=1.0, stop_after=1):
+                    if listening and len(batch) < BATCH:
+                        async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):
                             pass
             finally:
                 await nc.close()
+
+    @staticmethod
+    async def _listen(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
+        """Turns the appends' notices on and reads the log once more, under a share lock of the events
+        table: an append committed before the lock is read here, and one after it sees the switch on. The
+        lock holds appends back meanwhile, so the commit does not wait for the disk: the switch is seen as
+        soon as it commits, and a relay starting after a crash sets it again."""
+        async with conn.transaction():
+            await conn.execute("SET LOCAL synchronous_commit = off")
+            await conn.execute(f"LOCK TABLE {EVENTS_TABLE} IN SHARE MODE")
+            await conn.execute(f"UPDATE {RELAY_LISTENING} SET listening = true")
+            return await Relay._read(conn, published)
+
+    @staticmethod
+    async def _read(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
+        """The log past `published`: the stored bytes are the encoded event, published as they are, never
+        decoded here."""
+        return await (await conn.execute(SELECT_LOG, (published, BATCH), prepare=True)).fetchall()
 
     async def _publish(self, nc: nats.NATS, js: JetStreamContext, batch: list[tuple[int, uuid.UUID, bytes]],
                        previous: int) -> int:

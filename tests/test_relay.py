@@ -51,6 +51,12 @@ class Fixture:
         finally:
             await nc.close()
 
+    async def all_published(self) -> bool:
+        try:
+            return len(await self.published()) == len(self.stored())
+        except nats.js.errors.NotFoundError:
+            return False
+
     def relay(self) -> asyncio.Task:
         return asyncio.create_task(Relay(self.database_url, self.nats_url, self.stream).run())
 
@@ -69,23 +75,17 @@ async def stop(*tasks: asyncio.Task) -> None:
 
 
 def test_every_event_is_published_once_in_order_across_restarts_and_rival_relays(log):
-    async def published_everything() -> bool:
-        try:
-            return len(await log.published()) == len(log.stored())
-        except nats.js.errors.NotFoundError:
-            return False
-
     async def scenario() -> None:
         first = log.relay()
         await asyncio.to_thread(log.append, *(message(0, log.org_id) for _ in range(5)))
         await asyncio.to_thread(log.append, session(0, log.org_id))
-        await eventually(published_everything)
+        await eventually(log.all_published)
         await stop(first)
 
         rivals = [log.relay(), log.relay()]  # one holds the lock, the other waits
         for n in range(20):
             await asyncio.to_thread(log.append, *(message(0, log.org_id) for _ in range(1 + n % 4)))
-        await eventually(published_everything)
+        await eventually(log.all_published)
         await asyncio.sleep(0.5)  # time for a duplicate, were one coming
         await stop(*rivals)
 
@@ -93,6 +93,29 @@ def test_every_event_is_published_once_in_order_across_restarts_and_rival_relays
         assert [(position, stream_id, data) for position, _, stream_id, data in published] == stored
         positions = [position for position, *_ in published]
         assert [previous for _, previous, *_ in published] == [0, *positions[:-1]]
+
+    asyncio.run(scenario())
+
+
+def test_appends_wake_an_idle_relay_before_and_after_a_spell_of_load(log, monkeypatch):
+    """An idle relay reads only when an append notifies it (on its own once an hour, here); a batch of
+    PACE_FILL events or more turns the notices off, and the relay turns them on again once the log runs
+    dry."""
+    monkeypatch.setattr(stream, "IDLE_READ_SECONDS", 3600.0)
+
+    async def scenario() -> None:
+        relay = log.relay()
+        try:
+            await asyncio.sleep(0.5)  # the relay has found the log empty and waits
+            await asyncio.to_thread(log.append, message(0, log.org_id))
+            await eventually(log.all_published, timeout=5.0)
+            await asyncio.to_thread(log.append, *(message(0, log.org_id) for _ in range(4 * stream.PACE_FILL)))
+            await eventually(log.all_published, timeout=5.0)
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(log.append, message(0, log.org_id))
+            await eventually(log.all_published, timeout=5.0)
+        finally:
+            await stop(relay)
 
     asyncio.run(scenario())
 

@@ -18,8 +18,8 @@ class Idle(asyncio.Protocol):
 
 
 def scenario(body) -> list[bytes]:
-    """Runs `body(transport)` on one end of a real socket pair and returns each write the other end
-    received, in order (a short read timeout separates them)."""
+    """Runs `body(transport)` on one end of a real socket pair and returns each write that reached the real
+    transport, in order, having checked that the other end received exactly their bytes."""
     ours, theirs = socket.socketpair()
     received: list[bytes] = []
 

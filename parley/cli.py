@@ -67,7 +67,8 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
             # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1; PARLEY_TRUSTED_PROXIES decides
             server = _Server(uvicorn.Config(app, lifespan="off", access_log=False, proxy_headers=False,
-                                            http=CoalescingHttpToolsProtocol, log_level=settings.log_level.lower()))
+                                            http=CoalescingHttpToolsProtocol, log_level=settings.log_level.lower(),
+                                            timeout_keep_alive=settings.keep_alive_seconds))
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)

@@ -25,6 +25,7 @@ class Settings(msgspec.Struct, kw_only=True):
     embedded_fsync: bool = True
     read_wait_seconds: float = 2.0
     max_body_bytes: int = 1_048_576
+    keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] = 75.0
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
     presence_ttl_seconds: float = 30.0
@@ -60,6 +61,9 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_EMBEDDED_FSYNC": ("embedded_fsync", "0 turns off fsync in the embedded PostgreSQL (tests only)"),
     "PARLEY_READ_WAIT_SECONDS": ("read_wait_seconds", "longest a read waits for its writer's position (default 2)"),
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
+    "PARLEY_KEEP_ALIVE_SECONDS": ("keep_alive_seconds", "how long an idle HTTP connection stays open (default 75: longer "
+                                  "than clients' and load balancers' idle timeouts, so that the server does not close a "
+                                  "connection as a client reuses it)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
     "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",

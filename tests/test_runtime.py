@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -340,3 +341,28 @@ def test_every_setting_is_read_from_its_variable(monkeypatch):
     assert settings.data_dir == Path("/srv/parley") and settings.port == 0 and settings.workers_process is False
     assert settings.read_wait_seconds == 1.5 and settings.rate_operator_per_minute == 5
     assert load_settings(data_dir=Path("/elsewhere")).data_dir == Path("/elsewhere")
+
+
+def test_an_idle_connection_stays_open_past_a_client_pools_expiry(server):
+    """httpx and many client pools drop an idle connection after 5 s, uvicorn's own default: with equal
+    timeouts the server could close a connection just as a client sends on it, and the request failed with
+    "Server disconnected". The server keeps it longer, so the client always lets go first."""
+    request = f"GET /api/websites HTTP/1.1\r\nHost: {server.base_url.split('//')[1]}\r\n\r\n".encode()
+    host, port = server.base_url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        assert read_response(conn).startswith(b"HTTP/1.1 401 ")
+        time.sleep(6)
+        conn.sendall(request)
+        assert read_response(conn).startswith(b"HTTP/1.1 401 ")
+
+
+def read_response(conn: socket.socket) -> bytes:
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += conn.recv(65536) or pytest.fail(f"the server closed the connection: {received!r}")
+    head, body = received.split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+    while len(body) < length:
+        body += conn.recv(65536) or pytest.fail("the server closed the connection mid-body")
+    return head

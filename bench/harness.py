@@ -71,11 +71,6 @@ def bench_environment() -> Iterator[Bench]:
             postgres.stop()
 
 
-def percentile(samples: list[float], p: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 

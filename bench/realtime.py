@@ -35,17 +35,13 @@ sys.path.insert(0, str(ROOT))
 
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
+from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 # a message frame: its number, and its creationTime (stamped by the command just before the append)
 FRAME = re.compile(rb'"content":"bench-(\d+)".*?"creationTime":"([^"]+)"')
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def rss_kib(pid: int) -> int:
@@ -183,8 +179,8 @@ async def run(args, base_url: str, server_pid: int, store: EventStore, nats_url:
     missing = count * expected - sum(len(v) for v in arrivals.values())
     post = [(answered[i] - sent[i]) * 1000 for i in answered if i >= warmup]
     floor = [d * 1000 for d in await nats_floor(nats_url, args.rate, count)][warmup:]
-    p50, p99 = percentile(delays, 0.5), percentile(delays, 0.99)
-    f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
+    p50, p99 = percentile(delays, 50), percentile(delays, 99)
+    f50, f99 = percentile(floor, 50), percentile(floor, 99)
     print(f"streams: {args.visitors} visitor + {args.operators} operator; {count} messages at {args.rate}/s; "
           f"{len(delays)} deliveries measured; {missing} missing; {failures} failed POSTs")
     print(f"floor (NATS publish -> subscriber): p50 {f50:.2f} ms, p99 {f99:.2f} ms")
@@ -192,8 +188,8 @@ async def run(args, base_url: str, server_pid: int, store: EventStore, nats_url:
           f"p99 {p99:.2f} ms ({p99 / f99:.1f}x floor); mean {statistics.fmean(delays):.2f} ms")
     pushed = [d * 1000 for d in after_commit[int(len(after_commit) / args.seconds):]]  # past the first second
     print(f"write -> stream delay (from the command's timestamp, so without the POST's queueing): "
-          f"p50 {percentile(pushed, 0.5):.2f} ms, p99 {percentile(pushed, 0.99):.2f} ms")
-    print(f"POST response time: p50 {percentile(post, 0.5):.2f} ms, p99 {percentile(post, 0.99):.2f} ms")
+          f"p50 {percentile(pushed, 50):.2f} ms, p99 {percentile(pushed, 99):.2f} ms")
+    print(f"POST response time: p50 {percentile(post, 50):.2f} ms, p99 {percentile(post, 99):.2f} ms")
     print(f"goal p99 < 50 ms: {'met' if p99 < 50 else 'NOT met'}")
     print(f"server memory per open stream: {per_stream:.1f} KiB (RSS delta over {len(readers)} streams)")
 

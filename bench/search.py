@@ -24,7 +24,8 @@ import psycopg
 
 from commands.documents import parse_markdown
 from corpus.generate import generate
-from harness import CORPUS, Bench, bench_environment, median, ms, percentile
+from harness import CORPUS, Bench, bench_environment, median, ms
+from bench.figures import percentile  # importable once harness has put the project on the path
 from projections.search import embedder_for, passage_input, split_passages
 from readapi.document_search import search_documents
 from readapi.documents import list_documents

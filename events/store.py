@@ -89,8 +89,9 @@ def decode_event(data: bytes) -> Event:
 # The append protocol of the `eventsourcing` application recorder, on its table, as one server-side
 # function that the synchronous and the asynchronous appends both call (one round trip, one implicit
 # transaction): the table lock makes insert order commit order, so a reader following positions never
-# passes a gap that fills in later; the NOTIFY wakes the relay when it listens (see RELAY_LISTENING);
-# each organization's latest position commits with its events, for reads that wait to see their writes.
+# passes a gap that fills in later; the NOTIFY wakes the relay when it listens (see RELAY_LISTENING: read
+# under the lock, so the relay's switch, made under a share lock, is seen); each organization's latest
+# position commits with its events, for reads that wait to see their writes.
 # The batch travels as one JSON document (`AppendBatch`): psycopg adapts a list parameter by inspecting
 # its elements on every call, which cost more than the rest of the append's client side together.
 # Its `generations` are the credential generations at which the appends' credentials were checked (see
@@ -102,12 +103,15 @@ CREATE OR REPLACE FUNCTION parley_append(batch json) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
     positions bigint[];
+    generation bigint;
+    listening boolean;
 BEGIN
-    IF NOT (batch->'generations')::jsonb <@ jsonb_build_array((SELECT generation FROM {CREDENTIAL_GENERATION})) THEN
+    LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;
+    SELECT g.generation, l.listening INTO generation, listening FROM {CREDENTIAL_GENERATION} g, {RELAY_LISTENING} l;
+    IF NOT (batch->'generations')::jsonb <@ jsonb_build_array(generation) THEN
         RAISE EXCEPTION 'a credential was revoked since it was checked' USING ERRCODE = '{CREDENTIALS_CHANGED}';
     END IF;
-    LOCK TABLE {EVENTS_TABLE} IN EXCLUSIVE MODE;
-    IF (SELECT listening FROM {RELAY_LISTENING}) THEN
+    IF listening THEN
         NOTIFY {NOTIFY_CHANNEL};
     END IF;
     WITH appended AS (

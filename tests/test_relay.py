@@ -45,7 +45,7 @@ class Fixture:
             found = []
             for seq in range(state.first_seq, state.last_seq + 1) if state.messages else ():
                 msg = await js.get_msg(self.stream, seq)
-                found.append((int(msg.headers[stream.POSITION]), int(msg.headers[stream.PREVIOUS]),
+                found.append((stream.position_of(msg), stream.previous_of(msg),
                               uuid.UUID(msg.headers[stream.STREAM_ID]), msg.data))
             return found
         finally:

@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 import psycopg
@@ -349,9 +350,9 @@ def test_an_idle_connection_stays_open_past_a_client_pools_expiry(server):
     """httpx and many client pools drop an idle connection after 5 s, uvicorn's own default: with equal
     timeouts the server could close a connection just as a client sends on it, and the request failed with
     "Server disconnected". The server keeps it longer, so the client always lets go first."""
-    request = f"GET /api/websites HTTP/1.1\r\nHost: {server.base_url.split('//')[1]}\r\n\r\n".encode()
-    host, port = server.base_url.split("//")[1].split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as conn:
+    address = urlsplit(server.base_url)
+    request = f"GET /api/websites HTTP/1.1\r\nHost: {address.netloc}\r\n\r\n".encode()
+    with socket.create_connection((address.hostname, address.port), timeout=10) as conn:
         conn.sendall(request)
         assert read_response(conn).startswith(b"HTTP/1.1 401 ")
         time.sleep(6)

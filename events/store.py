@@ -217,8 +217,12 @@ class Appender:
     async def connect(cls, database_url: str) -> "Appender":
         appender = cls(await psycopg.AsyncConnection.connect(database_url, autocommit=True))
         query = APPEND.replace("%s", "$1").encode()
-        appender._check(await appender._exchange(lambda pgconn: pgconn.send_prepare(cls.STATEMENT, query)),
-                        pq.ExecStatus.COMMAND_OK)
+        try:
+            appender._check(await appender._exchange(lambda pgconn: pgconn.send_prepare(cls.STATEMENT, query)),
+                            pq.ExecStatus.COMMAND_OK)
+        except BaseException:
+            await appender.conn.close()  # refused or cut off: the writer opens another on its next batch
+            raise
         return appender
 
     async def append(self, argument: bytes) -> list[int]:

@@ -1,0 +1,379 @@
+"""The OpenAPI 3.1 document (`GET /schema/openapi.json`), written from each route's description and from
+the same msgspec Structs the handlers decode and answer, so it cannot drift from the code.
+
+## How to describe a route (every route must be: tests/test_openapi.py fails for one that is not)
+
+Put `@describe(...)` above the route decorator. Handlers keep their untyped `(request: Request)` signatures
+(Litestar's typed signatures would cost the hot write path); the description tells the generator instead:
+
+    @describe("Create a customer", Auth(scope="customers:write"), body=customers.CustomerCreate,
+              answer=Customer, errors=(404,), example={"email": "ada@example.com"})
+    @post("/api/customers", status_code=200)
+    async def create_customer(request: Request) -> Response: ...
+
+- `summary`: one line, shown in /docs.
+- `auth`: `Auth(accept, scope)`: the credential kinds the handler's `authenticate(...)` accepts, from
+  "operator" (`Authorization: Token`), "apikey" (HTTP Basic) and "chat" (`Authorization: ChatSession`),
+  and the API key scope; `PUBLIC` for a route that needs none. 401 answers name these schemes in
+  `WWW-Authenticate` (readapi/problems.py reads them from the description).
+- `body`: the Struct (or `list[Struct]`) the handler passes to `decode_body`; `body_required=False` when
+  an empty body is accepted too. `example` is an example body.
+- `answer`: the success body's type (a Struct, `list[Struct]`, a dict type ...); `None` for no body.
+  `status` overrides the route decorator's status code (e.g. a DELETE that answers 204);
+  `media_type` "text/event-stream" for Server-Sent Events or another stream, `answer` then a text saying
+  what the frames or lines are.
+- `query`: `Parameter`s (`query(name, type, ...)`, `header(name, type, ...)`), or
+  `collection_query(COLLECTION)` for a collection's filters, sort, limit, skip and fields. Types are
+  msgspec types: `Annotated[int, Meta(ge=0)]`, `Literal["a", "b"]`, `uuid.UUID`, `bool` ...
+- Path parameters come from the route's path: `{conversation_id:str}` is documented as `conversationId`
+  (the contract's names); an `..._id` is a UUID, anything else a string (`PATH_NAMES` overrides).
+- `errors`: statuses beyond the automatic ones. Automatic: 400 (every route: API-Version, URL rules,
+  validation), 401 and 403 (authenticated routes), 404 (routes with path parameters), 429 and 503
+  (`/api/`: PostgreSQL out of reach, or read models behind; with Retry-After).
+- `also`: other statuses answered with the success body (`/readyz` answers 503 with its report).
+  Every error is `application/problem+json` with the `Problem` schema.
+- `headers`: response header names (from `RESPONSE_HEADERS`) beyond the automatic ones: `API-Version` on
+  every answer, `RateLimit`/`RateLimit-Policy` under `/api/`, `Parley-Position` on writes (`position=False`
+  turns it off), `Deprecation`/`Sunset`/`Link` for a route declared `@deprecated`.
+- `links`: what the answer lets a client do next, for tools that follow them (Schemathesis' stateful
+  phase): `{operationId: {parameterName: "$response.body#/_id", "requestBody": {...}}}`.
+- `tag` groups operations in /docs; it defaults to the route's first path segment after `/api/`.
+
+A route that is not part of the API (a static asset) is marked `@undocumented("why")` instead.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Annotated, Any, Iterable, Literal
+
+import msgspec
+from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
+
+from readapi.auth import KIND_NAMES, OPT_KEY, SECURITY_SCHEMES, Auth
+from readapi.collections import MAX_COUNT, Collection
+from readapi.deprecation import OPT_KEY as DEPRECATION_KEY
+from readapi.problems import TITLES, Problem
+
+UNDOCUMENTED_KEY = "parley_undocumented"
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    location: Literal["query", "header"]
+    type: Any
+    description: str = ""
+    required: bool = False
+
+
+def query(name: str, type_: Any = str, description: str = "", required: bool = False) -> Parameter:
+    return Parameter(name, "query", type_, description, required)
+
+
+def header(name: str, type_: Any = str, description: str = "", required: bool = False) -> Parameter:
+    return Parameter(name, "header", type_, description, required)
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    auth: Auth
+    body: Any = None
+    body_required: bool = True
+    example: Any = None
+    answer: Any = None
+    status: int | None = None
+    media_type: str = "application/json"
+    query: tuple[Parameter, ...] = ()
+    errors: tuple[int, ...] = ()
+    also: tuple[int, ...] = ()
+    headers: tuple[str, ...] = ()
+    position: bool | None = None  # Parley-Position on the answer; None: on every write (not GET)
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
+    description: str = ""
+    tag: str | None = None
+
+
+def describe(summary: str, auth: Auth, **details: Any):
+    """Describes a route to the OpenAPI document; put it above the route decorator."""
+    operation = Operation(summary, auth, **details)
+
+    def declare(handler: HTTPRouteHandler) -> HTTPRouteHandler:
+        handler.opt[OPT_KEY] = operation
+        return handler
+    return declare
+
+
+def undocumented(why: str):
+    """Marks a route that is not part of the API (a static asset): the document leaves it out."""
+    def declare(handler: HTTPRouteHandler) -> HTTPRouteHandler:
+        handler.opt[UNDOCUMENTED_KEY] = why
+        handler.include_in_schema = False
+        return handler
+    return declare
+
+
+def operation_of(handler: Any) -> Operation | None:
+    return handler.opt.get(OPT_KEY) if handler is not None else None
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """The answer of a list read that takes `fields`: an array of whole records, or (with `fields`) of
+    records holding `_id` and the named fields only."""
+
+    shape: type[msgspec.Struct]
+
+
+@cache
+def partial(shape: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """`shape` with every field but `_id` optional: a record as `fields` projects it."""
+    fields = msgspec.structs.fields(shape)
+    return msgspec.defstruct(
+        f"{shape.__name__}Fields",
+        [(f.name, f.type) if f.encode_name == "_id" else (f.name, f.type | msgspec.UnsetType, msgspec.UNSET)
+         for f in sorted(fields, key=lambda f: f.encode_name != "_id")],
+        rename={f.name: f.encode_name for f in fields}, forbid_unknown_fields=True)
+
+
+# link expressions: the created record's id, or (a website) its name
+ID = "$response.body#/_id"
+NAME = "$response.body#/websiteName"
+
+
+# ---- query parameters shared by many routes ----------------------------------------------------------
+
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+LIMIT = query("limit", Count, "At most this many records; 0 (the default) means no limit.")
+SKIP = query("skip", Count, "Skip this many records first.")
+SORT_DIRECTION = query("sortDirection", Literal["ASC", "DESC"], "The sort direction.")
+API_VERSION = header("API-Version", Literal["1"], "The API version the client speaks; 1 when absent.")
+FILTER_TYPES = {"uuid": uuid.UUID, "str": str, "bool": bool}
+
+
+def fields_parameter(shape: type[msgspec.Struct]) -> Parameter:
+    names = [f.encode_name for f in msgspec.structs.fields(shape)]
+    one = "(" + "|".join(re.escape(n) for n in names) + ")"
+    return query("fields", Annotated[str, msgspec.Meta(pattern=f"^{one}(,{one})*$")],
+                 "Comma-separated field names: only these (and `_id`) are returned.")
+
+
+def collection_query(collection: Collection, *extra: Parameter) -> tuple[Parameter, ...]:
+    """The query of `GET /api/<collection>`: its filters, sort, limit, skip and fields."""
+    filters = [query(name, FILTER_TYPES[kind], f"Only records whose `{name}` is this.")
+               for name, (_, kind) in collection.filters.items()]
+    sort_field = query("sortField", Literal[tuple(collection.sorts)],  # type: ignore[misc]
+                       f"The field to sort by; `{collection.default_sort}` by default.")
+    return (*filters, sort_field, SORT_DIRECTION, LIMIT, SKIP, fields_parameter(collection.shape), *extra)
+
+
+# ---- headers -------------------------------------------------------------------------------------------
+
+def _header(description: str, schema: dict[str, Any] | None = None, required: bool = False) -> dict[str, Any]:
+    return {"description": description, "required": required, "schema": schema or {"type": "string"}}
+
+
+RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
+    "API-Version": _header("The API version that answered.", {"type": "string", "enum": ["1"]}, True),
+    "RateLimit-Policy": _header('The rate-limit policy of the request\'s credential: `"<name>";q=<quota>;w=60`.',
+                                required=True),
+    "RateLimit": _header('What is left of the current window: `"<name>";r=<remaining>;t=<seconds to reset>`.',
+                         required=True),
+    "Retry-After": _header("Seconds to wait before trying again: until the rate-limit window ends (429), or "
+                           "for PostgreSQL or the read models (503).",
+                           {"type": "string", "pattern": "^[0-9]+$"}, True),
+    "Parley-Position": _header("The event-store position of this write; a later read by the same "
+                               "organization sees it (read-your-writes).", {"type": "string", "pattern": "^[0-9]+$"}),
+    "WWW-Authenticate": _header("The credential schemes this route accepts.", required=True),
+    "Location": _header("Where the created resource can be read.", required=True),
+    "Deprecation": _header("When this route was deprecated (RFC 9745: `@<unix seconds>`).", required=True),
+    "Sunset": _header("When this route will be removed (RFC 8594, an HTTP date).", required=True),
+    "Link": _header('The deprecation notice: `<url>; rel="deprecation"`.', required=True),
+}
+ERROR_DESCRIPTIONS = {
+    400: "The request is invalid (body, query, path or headers); `field` names the part at fault.",
+    401: "No credential, or an invalid or revoked one.",
+    403: "The credential is of a kind this route does not accept, or lacks the scope.",
+    404: "The resource does not exist (or belongs to another organization or website).",
+    409: "The resource's state does not allow this request.",
+    413: "The request body is too large.",
+    429: "The credential's (or the client address's) rate limit is spent for this window.",
+    503: "PostgreSQL is out of reach, or the read models are behind the caller's latest write (a write that "
+         "was stored says so, with its Parley-Position: do not repeat it); retry after Retry-After.",
+}
+SSE_EVENT = {"type": "object", "properties": {"id": {"type": "string"}, "event": {"type": "string"},
+                                             "data": {"type": "string"}, "retry": {"type": "integer"}}}
+PATH_NAMES = {"website_name": ("websiteName", {"type": "string"}, "The website's name."),
+              "tool_call_id": ("toolCallId", {"type": "string"}, "The id the AI agent gave the action it offered.")}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def path_parameter(name: str) -> tuple[str, dict[str, Any]]:
+    documented, schema, description = PATH_NAMES.get(name) or (
+        camel(name), {"type": "string", "format": "uuid"} if name.endswith("_id") else {"type": "string"}, "")
+    return documented, {"name": documented, "in": "path", "required": True, "schema": schema,
+                        **({"description": description} if description else {})}
+
+
+# ---- the document ------------------------------------------------------------------------------------
+
+@dataclass
+class _Schemas:
+    """Every type the document names, turned into JSON Schema in one pass so components are shared."""
+
+    types: list[Any] = field(default_factory=list)
+    # where each schema goes: (the object, its key, the type's index, or a list of alternatives' indexes)
+    places: list[tuple[dict[str, Any], str, list[int]]] = field(default_factory=list)
+
+    def index(self, type_: Any) -> int:
+        self.types.append(type_)
+        return len(self.types) - 1
+
+    def place(self, target: dict[str, Any], key: str, answer: Any) -> None:
+        """`answer` is a type, a `ListOf`, or a tuple of them (any of which may be answered)."""
+        alternatives = answer if isinstance(answer, tuple) else (answer,)
+        indexes = []
+        for alternative in alternatives:
+            if isinstance(alternative, ListOf):
+                indexes += [self.index(list[alternative.shape]), self.index(list[partial(alternative.shape)])]
+            else:
+                indexes.append(self.index(alternative))
+        self.places.append((target, key, indexes))
+
+    def resolve(self) -> dict[str, Any]:
+        """Fills every place; answers the components."""
+        resolved, components = msgspec.json.schema_components(
+            [*self.types, Problem], ref_template="#/components/schemas/{name}")
+        assert resolved[-1] == {"$ref": "#/components/schemas/Problem"}
+        for target, key, indexes in self.places:
+            target[key] = resolved[indexes[0]] if len(indexes) == 1 else {"anyOf": [resolved[i] for i in indexes]}
+        return components
+
+
+def _summary_kinds(auth: Auth) -> str:
+    if not auth.accept:
+        return "No credential is needed."
+    kinds = " or ".join(KIND_NAMES[kind] for kind in auth.accept)
+    scope = f" An API key needs the `{auth.scope}` scope." if auth.scope and "apikey" in auth.accept else ""
+    return f"Accepts {kinds}.{scope}"
+
+
+def _headers(names: Iterable[str]) -> dict[str, Any]:
+    return {name: {"$ref": f"#/components/headers/{name}"} for name in dict.fromkeys(names)}
+
+
+def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation, schemas: _Schemas) -> dict[str, Any]:
+    """One operation object; its schemas are filled in once every type is known."""
+    limited = path.startswith("/api/")
+    deprecation = handler.opt.get(DEPRECATION_KEY)
+    common = ["API-Version", *(("RateLimit-Policy", "RateLimit") if limited else ())]
+    if deprecation:
+        common += ["Deprecation", "Sunset", "Link"]
+    status = op.status or handler.status_code
+    position = op.position if op.position is not None else method != "get"
+    success: dict[str, Any] = {"description": op.summary,
+                               "headers": _headers([*common, *(["Parley-Position"] if position else []),
+                                                    *op.headers])}
+    if op.answer is not None:
+        media: dict[str, Any] = {}
+        if op.media_type == "text/event-stream":  # each Server-Sent Event's fields; what they hold in words
+            media["schema"] = {**SSE_EVENT, "description": op.answer}
+        elif isinstance(op.answer, str):  # a stream's lines, described in words
+            media["schema"] = {"type": "string", "description": op.answer}
+        else:
+            schemas.place(media, "schema", op.answer)
+        success["content"] = {op.media_type: media}
+    if op.links:
+        success["links"] = {target: {"operationId": target, **({"parameters": parameters} if (
+            parameters := {k: v for k, v in values.items() if k != "requestBody"}) else {}),
+            **({"requestBody": values["requestBody"]} if "requestBody" in values else {})}
+            for target, values in op.links.items()}
+    responses: dict[str, Any] = {str(status): success, **{str(code): success for code in op.also}}
+    errors = {400, *op.errors}
+    if op.auth.accept:
+        errors |= {401, 403}
+    if "{" in path:
+        errors.add(404)
+    if limited:
+        errors |= {429, 503}
+    for code in sorted(errors):
+        extra = {401: ["WWW-Authenticate"], 429: ["Retry-After"], 503: ["Retry-After"]}.get(code, [])
+        responses[str(code)] = {
+            "description": ERROR_DESCRIPTIONS.get(code, TITLES.get(code, "Error")),
+            "headers": _headers([*common, *extra]),
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+    parameters: list[dict[str, Any]] = []
+    for name in re.findall(r"{(\w+)(?::\w+)?}", path):
+        parameters.append(path_parameter(name)[1])
+    parameters.append({"$ref": "#/components/parameters/API-Version"})
+    for parameter in op.query:
+        entry = {"name": parameter.name, "in": parameter.location, "required": parameter.required}
+        if parameter.description:
+            entry["description"] = parameter.description
+        schemas.place(entry, "schema", parameter.type)
+        parameters.append(entry)
+    security = [{SECURITY_SCHEMES[kind][0]: []} for kind in op.auth.accept]
+    operation: dict[str, Any] = {
+        "operationId": handler.handler_name,
+        "summary": op.summary,
+        "description": "\n\n".join(part for part in (op.description, _summary_kinds(op.auth)) if part),
+        "tags": [op.tag or path.removeprefix("/api/").split("/")[0]],
+        "parameters": parameters,
+        "responses": responses,
+        "security": security,
+    }
+    if deprecation:
+        operation["deprecated"] = True
+    if op.body is not None:
+        body_media: dict[str, Any] = {}
+        schemas.place(body_media, "schema", op.body)
+        if op.example is not None:
+            body_media["example"] = op.example
+        operation["requestBody"] = {"required": op.body_required, "content": {"application/json": body_media}}
+    return operation
+
+
+def documented_path(route_path: str) -> str:
+    """`/api/conversations/{conversation_id:str}` -> `/api/conversations/{conversationId}`."""
+    return re.sub(r"{(\w+)(?::\w+)?}", lambda m: "{" + path_parameter(m.group(1))[0] + "}", route_path)
+
+
+def route_handlers(app: Litestar) -> Iterable[tuple[str, HTTPRouteHandler]]:
+    """Every (path, handler) the app serves, but Litestar's own automatic OPTIONS handlers."""
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            if isinstance(handler, HTTPRouteHandler) and handler.handler_name != "options_handler":
+                yield route.path, handler
+
+
+def build_document(app: Litestar) -> dict[str, Any]:
+    schemas = _Schemas()
+    paths: dict[str, dict[str, Any]] = {}
+    for path, handler in route_handlers(app):
+        op = operation_of(handler)
+        if op is None:
+            continue  # undocumented (a test keeps these to the routes marked so)
+        for method in sorted(handler.http_methods - {"HEAD", "OPTIONS"}):
+            paths.setdefault(documented_path(path), {})[method.lower()] = _operation(
+                path, method.lower(), handler, op, schemas)
+    api_version = {"name": API_VERSION.name, "in": "header", "required": False,
+                   "description": API_VERSION.description}
+    schemas.place(api_version, "schema", API_VERSION.type)
+    components = schemas.resolve()
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Parley", "version": "1",
+                 "description": "The Parley REST API. Every error is `application/problem+json`."},
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": components, "headers": RESPONSE_HEADERS,
+                       "parameters": {"API-Version": api_version},
+                       "securitySchemes": {name: scheme for name, scheme, _ in SECURITY_SCHEMES.values()}},
+    }

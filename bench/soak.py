@@ -1,0 +1,82 @@
+"""Soak: `parley serve` on the embedded default at half its measured write capacity for --minutes,
+reporting the memory (RSS) of every process of the service at the start and the end (goal: flat within
+10%) and the p99 request latency of each minute.
+
+    uv run --extra test python bench/soak.py --minutes 30 [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.figures import percentile  # noqa: E402
+from tests.faultkit import Load, Scenario  # noqa: E402
+from tests.receivers import Receiver  # noqa: E402
+
+
+def memory(scenario: Scenario) -> dict[str, float]:
+    """MiB resident per role (PostgreSQL's processes summed)."""
+    used: dict[str, float] = {}
+    for role, pids in scenario.service.process_ids().items():
+        for pid in pids:
+            try:
+                used[role] = used.get(role, 0.0) + psutil.Process(pid).memory_info().rss / 2**20
+            except psutil.Error:
+                pass
+    return used
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--measure", type=float, default=10.0, help="seconds of full load to measure capacity")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="parley-soak-") as tmp, Receiver() as receiver:
+        scenario = Scenario.start(Path(tmp) / "data", receiver, clients=args.clients)
+        try:
+            time.sleep(2.0)
+            start = time.monotonic()
+            time.sleep(args.measure)
+            capacity = scenario.writes_per_second(start, time.monotonic())
+            scenario.load.stop()
+            writers = args.clients
+            # half the capacity, shared by the writers (the reader runs at a writer's pace)
+            per_client = capacity / 2 / writers
+            load = Load(scenario.service.base_url, scenario.tenant, writers, rate=per_client).start()
+            print(f"capacity {capacity:.0f} writes/s; soaking at {capacity / 2:.0f} writes/s "
+                  f"({per_client:.1f}/s per client) for {args.minutes:g} min")
+            time.sleep(5.0)
+            first = memory(scenario)
+            began = time.monotonic()
+            minute = 0
+            while time.monotonic() - began < args.minutes * 60:
+                time.sleep(min(60.0, began + args.minutes * 60 - time.monotonic()))
+                window = load.between(began + minute * 60, began + (minute + 1) * 60)
+                latencies = [a.seconds * 1000 for a in window if a.status == 200]
+                errors = sum(a.status != 200 for a in window)
+                p99 = f"{percentile(latencies, 99):.1f} ms" if latencies else "-"
+                print(f"minute {minute + 1}: {len(window)} requests, p99 {p99}, {errors} errors")
+                minute += 1
+            last = memory(scenario)
+            load.stop()
+            print(f"{'process':<10}{'start MiB':>11}{'end MiB':>10}{'change':>9}")
+            for role in first:
+                change = (last.get(role, 0.0) - first[role]) / first[role] * 100 if first[role] else 0.0
+                print(f"{role:<10}{first[role]:>11.1f}{last.get(role, 0.0):>10.1f}{change:>8.1f}%")
+        finally:
+            scenario.load.stop()
+            scenario.service.terminate()
+
+
+if __name__ == "__main__":
+    main()

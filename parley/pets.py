@@ -1,0 +1,90 @@
+"""The pet artwork format the mascot draws (contract: "Pet artwork rules"), and its validator.
+
+One atlas of 8 columns x 11 rows of 192x208 cells (1536x2288), transparent PNG or lossless WebP. Rows 0-8
+are the states below, each with its frame count (the open "pets" format's convention, which mascot.js
+plays); rows 9-10 hold 16 look directions, clockwise from up in 22.5-degree steps. Every cell past a
+row's frames is fully transparent. The manifest, pet.json, names the atlas and says spriteVersionNumber 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+COLUMNS, ROWS = 8, 11
+CELL_WIDTH, CELL_HEIGHT = 192, 208
+WIDTH, HEIGHT = COLUMNS * CELL_WIDTH, ROWS * CELL_HEIGHT
+# (state, frames) by row
+STATES = (("idle", 6), ("running-right", 8), ("running-left", 8), ("waving", 4), ("jumping", 5), ("failed", 8),
+          ("waiting", 6), ("running", 6), ("review", 6))
+LOOK_ROWS = (9, 10)
+MANIFEST_FIELDS = ("id", "displayName", "description", "spriteVersionNumber", "spritesheetPath")
+
+
+def frames_in_row(row: int) -> int:
+    return STATES[row][1] if row < len(STATES) else COLUMNS
+
+
+def _lossless_webp(data: bytes) -> bool:
+    """Whether the WebP's image chunk is VP8L (lossless) rather than VP8 (lossy): RIFF chunks after the
+    12-byte header, each a fourcc, a little-endian size and the payload padded to even length."""
+    offset = 12
+    while offset + 8 <= len(data):
+        kind, size = data[offset:offset + 4], int.from_bytes(data[offset + 4:offset + 8], "little")
+        if kind in (b"VP8L", b"VP8 "):
+            return kind == b"VP8L"
+        offset += 8 + size + (size & 1)
+    return False
+
+
+def validate(path: Path) -> list[str]:
+    """Every rule the atlas (and its manifest, when `path` is a pet.json) breaks, one sentence each."""
+    from PIL import Image, UnidentifiedImageError
+
+    failures: list[str] = []
+    atlas = path
+    if path.suffix.lower() == ".json":
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            return [f"{path}: not a readable JSON manifest ({exc})"]
+        if not isinstance(manifest, dict):
+            return [f"{path}: the manifest is not a JSON object"]
+        failures += [f"manifest: {name} is missing" for name in MANIFEST_FIELDS if name not in manifest]
+        if manifest.get("spriteVersionNumber", 2) != 2:
+            failures.append(f"manifest: spriteVersionNumber is {manifest['spriteVersionNumber']!r}, not 2")
+        sheet = manifest.get("spritesheetPath")
+        if not isinstance(sheet, str):
+            return failures + ["manifest: spritesheetPath does not name the atlas"]
+        atlas = path.parent / sheet
+    try:
+        image = Image.open(atlas)
+        image.load()
+    except (OSError, UnidentifiedImageError) as exc:
+        return failures + [f"{atlas}: not a readable image ({exc})"]
+    if image.format not in ("PNG", "WEBP"):
+        failures.append(f"atlas: {image.format} is neither PNG nor WebP")
+    elif image.format == "WEBP" and not _lossless_webp(atlas.read_bytes()):
+        failures.append("atlas: the WebP is lossy; it must be lossless")
+    if image.size != (WIDTH, HEIGHT):
+        failures.append(f"atlas: {image.size[0]}x{image.size[1]} pixels, not {WIDTH}x{HEIGHT} "
+                        f"({COLUMNS} columns x {ROWS} rows of {CELL_WIDTH}x{CELL_HEIGHT} cells)")
+    if image.mode not in ("RGBA", "LA") and not (image.mode == "P" and "transparency" in image.info):
+        return failures + [f"atlas: mode {image.mode} has no alpha channel; it must be RGBA"]
+    alpha = image.convert("RGBA").getchannel("A")
+    if alpha.getextrema()[0] == 255:
+        failures.append("atlas: no pixel is transparent; the background must be")
+    if image.size != (WIDTH, HEIGHT):
+        return failures
+    for row in range(ROWS):
+        used = frames_in_row(row)
+        for column in range(COLUMNS):
+            box = (column * CELL_WIDTH, row * CELL_HEIGHT, (column + 1) * CELL_WIDTH, (row + 1) * CELL_HEIGHT)
+            empty = alpha.crop(box).getextrema()[1] == 0
+            name = STATES[row][0] if row < len(STATES) else "look"
+            if column >= used and not empty:
+                failures.append(f"atlas: row {row} ({name}) column {column} is past its {used} frames "
+                                "and must be fully transparent")
+            elif column < used and empty:
+                failures.append(f"atlas: row {row} ({name}) frame {column} is empty")
+    return failures

@@ -1,0 +1,105 @@
+"""The browser code in `web/`, served as the repository's own files (no build step): the widget, the
+mascot and its pets, and the dashboard. They are not API operations, so they stay out of the OpenAPI
+document."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from litestar import Request, Response, get
+from litestar.params import FromPath
+from litestar.response import Redirect
+
+from readapi.openapi import undocumented
+from readapi.problems import problem
+
+BROWSER_CODE = undocumented("the repository's browser code, not an API operation")
+
+WEB_ROOT = Path(__file__).resolve().parents[2] / "web"
+
+CONTENT_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".webp": "image/webp",
+    ".ico": "image/x-icon",
+}
+
+
+# The dashboard runs only its own files: no inline script or style (user text is never parsed as markup
+# anyway), no other origin, and no framing by another site.
+DASHBOARD_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+                               "frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def web_file(relative: str, request: Request, *, cross_origin: bool = False,
+             extra_headers: dict[str, str] | None = None) -> Response:
+    """One file under web/, revalidated by its ETag on every use, so a changed file is seen at once.
+
+    `cross_origin` lets pages on other sites read it (a pet atlas a mascot draws onto a canvas)."""
+    path = (WEB_ROOT / relative).resolve()
+    if not path.is_relative_to(WEB_ROOT) or not path.is_file() or path.suffix not in CONTENT_TYPES:
+        return problem(404, f"no file /{relative}")
+    body = path.read_bytes()
+    etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+    if cross_origin:
+        headers["Access-Control-Allow-Origin"] = "*"
+    headers.update(extra_headers or {})
+    if request.headers.get("if-none-match") == etag:
+        return Response(b"", status_code=304, headers=headers)
+    return Response(body, media_type=CONTENT_TYPES[path.suffix], headers=headers)
+
+
+@BROWSER_CODE
+@get("/")
+async def root() -> Redirect:
+    return Redirect("/app/")
+
+
+@BROWSER_CODE
+@get("/widget.js")
+async def widget_script(request: Request) -> Response:
+    return web_file("widget.js", request)
+
+
+@BROWSER_CODE
+@get("/parley-core.js")
+async def core_script(request: Request) -> Response:
+    """What the widget and the mascot share (one session, one queue): an ES module both import, which a
+    page on another origin may load only with CORS."""
+    return web_file("parley-core.js", request, cross_origin=True)
+
+
+@BROWSER_CODE
+@get("/mascot.js")
+async def mascot_script(request: Request) -> Response:
+    return web_file("mascot.js", request)
+
+
+@BROWSER_CODE
+@get("/pets/{path:path}")
+async def pet_file(request: Request, path: FromPath[str]) -> Response:
+    return web_file("pets/" + path.lstrip("/"), request, cross_origin=True)
+
+
+@BROWSER_CODE
+@get(["/app", "/app/{path:path}"])
+async def dashboard_file(request: Request, path: FromPath[str] = "/") -> Response:
+    """The dashboard is one page that routes in the browser: a path that is not a file is that page."""
+    relative = path.lstrip("/")
+    if relative and (WEB_ROOT / "app" / relative).resolve().is_file():
+        return web_file("app/" + relative, request, extra_headers=DASHBOARD_HEADERS)
+    return web_file("app/index.html", request, extra_headers=DASHBOARD_HEADERS)
+
+
+ROUTES = [root, widget_script, core_script, mascot_script, pet_file, dashboard_file]

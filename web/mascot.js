@@ -1,0 +1,167 @@
+// Parley's mascot: a pet at the page's edge that opens a small chat bubble; same session, queue and
+// transcript as the widget (parley-core.js). Install:
+//   <script>window.$parley = []; window.PARLEY_WEBSITE_ID = "…";
+//           window.PARLEY_MASCOT = {websiteId: "…", brandColor: "#4f46e5", pet: {id, name, spritesheet}};</script>
+//   <script async src="{base_url}/mascot.js"></script>
+// The pet is an atlas of 8 x 11 cells of 192x208 (parley/pets.py): rows 0-8 are states, 9-10 look directions.
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var base = script.src.replace(/\/mascot\.js(?:[?#].*)?$/, "");
+  import(base + "/parley-core.js").then(function (module) { mount(module, module.parley(base)); }, function (error) {
+    console.warn("[parley] the mascot could not load: " + error.message);
+  });
+
+  var CELL_W = 192, CELL_H = 208, ATLAS_W = 1536, ATLAS_H = 2288, SHOWN = 0.5;
+  // state: [row, frames, ms per frame, loops]; the last frame of each is held LAST_MS
+  var STATES = {
+    "idle": [0, 6, 220, true], "running-right": [1, 8, 110, true], "running-left": [2, 8, 110, true],
+    "waving": [3, 4, 170, false], "jumping": [4, 5, 130, false], "failed": [5, 8, 150, false],
+    "waiting": [6, 6, 230, true], "running": [7, 6, 120, true], "review": [8, 6, 180, false],
+  };
+  var LAST_MS = 320, DEAD_ZONE = 60;
+
+  var CSS = [
+    // bottom left: the widget's launcher holds the bottom right when both are on a page
+    ":host{left:16px!important;bottom:12px!important}",
+    ".pet{display:block;width:" + CELL_W * SHOWN + "px;height:" + CELL_H * SHOWN + "px;background-repeat:no-repeat;",
+    "background-size:" + ATLAS_W * SHOWN + "px " + ATLAS_H * SHOWN + "px;transition:transform 1.2s linear}",
+    ".pet.entering{transform:translateX(-140px)}",
+    ".bubble{position:absolute;left:0;bottom:" + (CELL_H * SHOWN + 8) + "px;width:min(300px,calc(100vw - 32px));height:min(380px,calc(100vh - 160px));",
+    "background:#fff;border-radius:16px;box-shadow:0 10px 34px rgba(20,24,40,.28);display:flex;flex-direction:column;overflow:hidden}",
+    ".bubble header{display:flex;align-items:center;padding:10px 10px 10px 14px;background:var(--brand);color:#fff}",
+    ".bubble h2{flex:1;font-size:15px;font-weight:700}.bubble header button{color:#fff;padding:2px 8px;border-radius:8px}",
+  ].join("");
+
+  function mount(module, core) {
+    var h = module.h;
+    var config = window.PARLEY_MASCOT || {};
+    var pet = config.pet || {};
+    var name = typeof pet.name === "string" && pet.name ? pet.name : "Pip";
+    var reduced = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    var host = document.createElement("div");
+    host.setAttribute("data-parley", "mascot");
+    var shadow = host.attachShadow({ mode: "open" });
+    var sprite = h("button", { type: "button", class: "pet", "aria-expanded": "false", "aria-controls": "parley-bubble",
+      "aria-label": "Chat with " + name, onclick: function () { toggle(); } });
+    var chat = module.chatView(core, true);
+    var bubble = h("div", { class: "bubble", id: "parley-bubble", role: "dialog", "aria-labelledby": "parley-bubble-title", hidden: true },
+      h("header", null, h("h2", { id: "parley-bubble-title", text: name }),
+        h("button", { type: "button", "aria-label": "Close chat", text: "\u2715", onclick: function () { toggle(false); } })),
+      chat.root);
+    var root = h("div", { class: "root" }, bubble, sprite);
+    shadow.append(h("style", { text: module.BASE_CSS + CSS }), root);
+
+    // --- the artwork: the configured atlas, or the default pet when it does not load or has the wrong size
+    var DEFAULT = base + "/pets/default/spritesheet.png";
+    function useAtlas(url, fallback) {
+      var image = new Image();
+      image.onload = function () {
+        if (image.naturalWidth === ATLAS_W && image.naturalHeight === ATLAS_H) {
+          sprite.style.backgroundImage = "url(" + JSON.stringify(url) + ")";
+          sprite.setAttribute("data-atlas", url);
+        } else if (fallback) {
+          core.warn("the pet " + url + " is " + image.naturalWidth + "x" + image.naturalHeight + ", not " + ATLAS_W + "x" + ATLAS_H + "; showing the default pet");
+          useAtlas(DEFAULT, false);
+        }
+      };
+      image.onerror = function () {
+        if (fallback) { core.warn("the pet " + url + " did not load; showing the default pet"); useAtlas(DEFAULT, false); }
+      };
+      image.src = url;
+    }
+    useAtlas(typeof pet.spritesheet === "string" && pet.spritesheet ? pet.spritesheet : DEFAULT, true);
+
+    // --- animation: one state at a time; a state that plays once returns to idle
+    var state = null, frame = 0, timer = 0, looking = -1;
+    function show(row, column, ms) {
+      sprite.style.backgroundPosition = -column * CELL_W * SHOWN + "px " + -row * CELL_H * SHOWN + "px";
+      sprite.setAttribute("data-row", String(row));
+      sprite.setAttribute("data-frame", String(column));
+      sprite.setAttribute("data-frame-ms", String(ms));
+    }
+    function play(next) {
+      clearTimeout(timer);
+      looking = -1;
+      state = reduced ? "idle" : next;
+      frame = 0;
+      sprite.setAttribute("data-state", state);
+      step();
+    }
+    function step() {
+      var s = STATES[state], last = frame === s[1] - 1;
+      var ms = last ? LAST_MS : s[2];
+      show(s[0], frame, ms);
+      if (reduced) return;  // idle frame 0, still
+      timer = setTimeout(function () {
+        if (!last) frame += 1;
+        else if (s[3]) frame = 0;
+        else return play("idle");
+        step();
+      }, ms);
+    }
+
+    // --- while idle and at rest it looks toward the cursor: 16 directions clockwise from up
+    document.addEventListener("mousemove", function (event) {
+      if (reduced || state !== "idle") return;
+      var box = sprite.getBoundingClientRect();
+      var dx = event.clientX - (box.left + box.width / 2), dy = event.clientY - (box.top + box.height / 2);
+      if (Math.hypot(dx, dy) < DEAD_ZONE) {
+        if (looking >= 0) play("idle");
+        return;
+      }
+      var angle = (Math.atan2(dx, -dy) * 180 / Math.PI + 360) % 360;
+      var index = Math.round(angle / 22.5) % 16;
+      if (index === looking) return;
+      clearTimeout(timer);
+      looking = index;
+      sprite.setAttribute("data-look", String(index));
+      show(9 + Math.floor(index / 8), index % 8, 0);
+    }, { passive: true });
+
+    // --- the moments of a conversation
+    core.on("sending", function () { play("waiting"); });
+    core.on("typing", function () { if (core.state.typing) play("running"); });
+    core.on("event:agent.run", function () { play("running"); });
+    core.on("reply", function () { play("jumping"); });
+    core.on("help", function () { play("review"); });
+    core.on("error", function () { play("failed"); });
+
+    // --- the bubble: with the widget on the page, the queue's openChat is the widget's; the pet's own
+    // click always opens the bubble
+    function paint(open) {
+      bubble.hidden = !open;
+      sprite.setAttribute("aria-expanded", String(open));
+      if (open) chat.focus();
+    }
+    function toggle(open) {
+      open = open === undefined ? bubble.hidden : open;
+      if (core.has("widget")) {
+        paint(open);
+        if (open) core.session().catch(function (e) { core.warn("starting the chat failed: " + e.message); });
+      } else {
+        core.setOpen(open);
+      }
+      if (!open) sprite.focus();
+    }
+    core.on("open", function () { if (!core.has("widget")) paint(core.state.open); });
+    core.on("shown", function () { host.hidden = !core.state.shown; });
+    core.on("brand", function () { root.style.setProperty("--brand", core.state.brandColor); });
+    root.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && !bubble.hidden) { event.stopPropagation(); toggle(false); }
+    });
+
+    root.style.setProperty("--brand", core.state.brandColor);
+    host.hidden = !core.state.shown;
+    // the host element (not a global) lets a page or a test play a state: host.play("jumping")
+    host.play = function (next) { if (STATES[next]) play(next); };
+    document.body.append(host);
+    core.attach("mascot");
+    if (reduced) return play("idle");
+    // it walks in along the bottom edge, then waves
+    sprite.classList.add("entering");
+    play("running-right");
+    requestAnimationFrame(function () { requestAnimationFrame(function () { sprite.classList.remove("entering"); }); });
+    sprite.addEventListener("transitionend", function () { play("waving"); }, { once: true });
+  }
+})();

@@ -1,0 +1,146 @@
+"""A website's AI agent: its configuration and status (operator tokens), the bearer secret's rotation,
+and the visitor's results for the actions the agent offered (chat sessions)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import msgspec
+from litestar import Request, Response, delete, get, post, put
+from litestar.params import FromPath
+
+from commands import agent
+from commands.admin import Created
+from commands.errors import NotFound
+from commands.principal import Principal
+from readapi.auth import OPERATOR, VISITOR, authenticate
+from readapi.openapi import describe
+from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+
+PROJECTIONS = ("core", "agent")
+
+
+class AgentStatus(msgspec.Struct, rename="camel"):
+    """What operators see of the agent's runs: the last one, and the last failure with its class
+    (unreachable, refused, timed_out, protocol_error, run_error, interrupted)."""
+
+    last_run_at: datetime | None
+    last_outcome: str | None
+    last_error_class: str | None
+    last_error: str | None
+    last_error_at: datetime | None
+
+
+class AgentView(msgspec.Struct, rename="camel"):
+    website_id: uuid.UUID
+    url: str
+    enabled: bool
+    greeting: str | None
+    fallback_message: str | None
+    created_at: datetime
+    updated_at: datetime
+    status: AgentStatus
+
+
+class AgentWithSecret(AgentView):
+    """Only the answer that first configures the agent carries its secret."""
+
+    secret: str
+
+
+class Secret(msgspec.Struct):
+    secret: str
+
+
+class ActionAccepted(msgspec.Struct, rename="camel"):
+    tool_call_id: str
+    conversation_id: uuid.UUID
+
+
+class Removed(msgspec.Struct, rename="camel"):
+    website_id: uuid.UUID
+    deleted: bool
+
+
+SELECT = ("SELECT website_id, url, enabled, greeting, fallback_message, created_at, updated_at, last_run_at, "
+          "last_outcome, last_error_class, last_error, last_error_at FROM rm_agents WHERE website_id = %s "
+          "AND org_id = %s")
+
+
+async def operator(request: Request) -> Principal:
+    return await authenticate(request, accept=("operator",))
+
+
+async def website(request: Request, principal: Principal, website_name: str) -> uuid.UUID:
+    return await run_command(request, agent.website_by_name, principal, website_name)
+
+
+async def view(request: Request, principal: Principal, website_id: uuid.UUID, created: Created | None) -> AgentView:
+    if created is None:
+        await caught_up(request, PROJECTIONS)
+    else:
+        await written(request, created, PROJECTIONS)
+    async with services(request).pool.connection() as conn:
+        row = await (await conn.execute(SELECT, (website_id, principal.org_id))).fetchone()
+    if row is None:
+        raise NotFound("this website has no agent")
+    return AgentView(*row[:7], AgentStatus(*row[7:]))
+
+
+@describe("Configure the website's AI agent (AG-UI); the answer that first configures it alone carries the "
+          "bearer secret", OPERATOR, body=agent.AgentSettings, answer=AgentWithSecret,
+          example={"url": "https://agent.example.com/ag-ui", "greeting": "Hi! How can I help?"})
+@put("/api/websites/{website_name:str}/agent")
+async def configure_agent(request: Request, website_name: FromPath[str]) -> Response:
+    principal = await operator(request)
+    body = await decode_body(request, agent.AgentSettings)
+    website_id = await website(request, principal, website_name)
+    created, secret = await run_command(request, agent.configure, principal.org_id, website_id, body,
+                                        services(request).settings.webhook_allow_private)
+    saved = await view(request, principal, website_id, created)
+    if secret is not None:
+        saved = AgentWithSecret(**msgspec.structs.asdict(saved), secret=secret)
+    return json_response(saved, created)
+
+
+@describe("The website's AI agent and its status (never the secret)", OPERATOR, answer=AgentView)
+@get("/api/websites/{website_name:str}/agent")
+async def get_agent(request: Request, website_name: FromPath[str]) -> Response:
+    principal = await operator(request)
+    return json_response(await view(request, principal, await website(request, principal, website_name), None))
+
+
+@describe("Remove the website's AI agent", OPERATOR, answer=Removed)
+@delete("/api/websites/{website_name:str}/agent", status_code=200)
+async def remove_agent(request: Request, website_name: FromPath[str]) -> Response:
+    principal = await operator(request)
+    website_id = await website(request, principal, website_name)
+    created = await run_command(request, agent.remove, principal.org_id, website_id)
+    await written(request, created, PROJECTIONS)
+    return json_response(Removed(website_id, True), created)
+
+
+@describe("Rotate the bearer secret sent to the website's AI agent; the answer carries the new one",
+          OPERATOR, answer=Secret)
+@post("/api/websites/{website_name:str}/agent/secret", status_code=200)
+async def rotate_secret(request: Request, website_name: FromPath[str]) -> Response:
+    principal = await operator(request)
+    website_id = await website(request, principal, website_name)
+    created, secret = await run_command(request, agent.rotate_secret, principal.org_id, website_id)
+    await written(request, created, PROJECTIONS)
+    return json_response(Secret(secret), created)
+
+
+@describe("The visitor's result for an action the AI agent offered; it reaches the agent in a follow-up run",
+          VISITOR, body=agent.ActionResult, answer=ActionAccepted, errors=(409,), example={"result": {"opened": True}})
+@post("/api/chat/actions/{tool_call_id:str}/result", status_code=200)
+async def action_result(request: Request, tool_call_id: FromPath[str]) -> Response:
+    principal = await authenticate(request, accept=("chat",))
+    body = await decode_body(request, agent.ActionResult)
+    created = await run_command(request, agent.action_result, principal, agent.parse_tool_call_id(tool_call_id),
+                                body)
+    return json_response(ActionAccepted(tool_call_id, created.id), created)
+
+
+ROUTES = [configure_agent, get_agent, remove_agent, rotate_secret, action_result]

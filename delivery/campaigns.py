@@ -1,0 +1,139 @@
+"""The campaign sender: starts scheduled campaigns on time and sends campaigns batch by batch.
+
+It finds work in the `rm_campaigns` read model (woken by the projection's NOTIFY, and at the next
+scheduled time, polling at least every MAX_WAIT_SECONDS), but decides every step from the campaign's
+stream in the event store: each step is `commands.campaigns.send_step`, an append at the campaign's
+next version, so a step whose result was lost (the worker killed after the commit, PostgreSQL gone
+mid-answer) is found recorded when the stream is loaded again, and a step that raced a cancel is refused
+by the store. That is what makes a send exactly once per recipient across kills; the sender itself keeps
+nothing but a task per campaign. One sender runs at a time across processes (an advisory lock), and it
+needs no NATS: the read model it polls and the stream it decides from are both in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from commands.campaigns import Campaign, load_campaign, send_step
+from events.store import StreamConflict
+from parley.supervision import keep_running
+from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
+from projections.runner import current_positions, ensure_tables, lock_key
+from readapi.campaigns import audience_of
+
+if TYPE_CHECKING:
+    from parley.runtime import Runtime
+
+log = logging.getLogger("parley.campaigns")
+
+MAX_WAIT_SECONDS = 1.0
+AUDIENCE_READ_MODELS = ("core", "chat")  # what the audience query reads: customers, conversations, sessions
+CATCH_UP_POLL_SECONDS = 0.02
+
+PENDING = ("SELECT id, org_id, status, scheduled_at FROM rm_campaigns WHERE status IN ('scheduled', 'sending') "
+           "ORDER BY scheduled_at NULLS FIRST, id")
+
+
+class Sender:
+    def __init__(self, runtime: "Runtime"):
+        self.store = runtime.store
+        self.database_url = runtime.database_url
+        self.batch_size = runtime.settings.campaign_batch_size
+        self.wake = asyncio.Event()
+        self.sending: dict[uuid.UUID, asyncio.Task] = {}
+
+    async def run(self) -> None:
+        await keep_running("campaign sender", self._run_once, log)
+
+    async def _run_once(self) -> None:
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as lock, \
+                AsyncConnectionPool(self.database_url, min_size=1, max_size=2, open=False,
+                                    kwargs={"autocommit": True}) as pool:
+            while not (await (await lock.execute("SELECT pg_try_advisory_lock(%s)",
+                                                 (lock_key("campaign-sender"),))).fetchone())[0]:
+                await asyncio.sleep(MAX_WAIT_SECONDS)
+            async with pool.connection() as conn:
+                await ensure_tables(conn, CampaignsProjection())
+            listener = asyncio.create_task(self._listen())
+            listener.add_done_callback(lambda _: self.wake.set())
+            try:
+                while True:
+                    self.wake.clear()
+                    wait = await self._start_due(pool)
+                    try:
+                        async with asyncio.timeout(wait):
+                            await self.wake.wait()
+                    except TimeoutError:
+                        pass
+                    if listener.done():
+                        listener.result()  # its connection broke: start again
+                    for task in [t for t in self.sending.values() if t.done()]:
+                        task.result()  # a send that failed (PostgreSQL gone): start again, resuming it
+            finally:
+                tasks = [listener, *self.sending.values()]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                self.sending.clear()
+
+    async def _listen(self) -> None:
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+            await conn.execute(f"LISTEN {WAKE_CHANNEL}")
+            self.wake.set()  # anything notified before we listened is found by the next poll
+            async for _ in conn.notifies():
+                self.wake.set()
+
+    async def _start_due(self, pool: AsyncConnectionPool) -> float:
+        """Starts a task for each campaign that is sending or due; returns the seconds until the next is due."""
+        async with pool.connection() as conn:
+            rows = await (await conn.execute(PENDING)).fetchall()
+        wait, at = MAX_WAIT_SECONDS, datetime.now(timezone.utc)
+        for campaign_id, org_id, status, scheduled_at in rows:
+            if status == "scheduled" and scheduled_at > at:
+                wait = min(wait, (scheduled_at - at).total_seconds())
+                continue
+            running = self.sending.get(campaign_id)
+            if running is None or running.done():
+                if running is not None:
+                    running.result()
+                self.sending[campaign_id] = asyncio.create_task(self._send(pool, org_id, campaign_id))
+        return max(wait, 0.0)
+
+    async def _send(self, pool: AsyncConnectionPool, org_id: uuid.UUID, campaign_id: uuid.UUID) -> None:
+        """Steps the campaign on until it is sent, cancelled or not due yet; after a refused step, it loads
+        the stream again and decides from what is there."""
+        campaign = await asyncio.to_thread(load_campaign, self.store, org_id, campaign_id)
+        while True:
+            audience = await self._audience(pool, campaign) if campaign.recipients is None else None
+            try:
+                progress = await asyncio.to_thread(send_step, self.store, campaign, self.batch_size,
+                                                   lambda _: audience)
+            except StreamConflict:
+                campaign = await asyncio.to_thread(load_campaign, self.store, org_id, campaign_id)
+                continue
+            if progress.finished:
+                return
+
+    async def _audience(self, pool: AsyncConnectionPool, campaign: Campaign) -> list[uuid.UUID] | None:
+        """The audience as of now, once the read models it queries hold everything the store holds now;
+        None for a campaign that is over. (A scheduled one is resolved even if its stream says it is due a
+        little later than the read model did: the step then records nothing, and no send is held up.)"""
+        if campaign.status not in ("scheduled", "sending"):
+            return None
+        head = await asyncio.to_thread(self.store.head)
+        async with pool.connection() as conn:
+            while min((await current_positions(conn, AUDIENCE_READ_MODELS)).values()) < head:
+                await asyncio.sleep(CATCH_UP_POLL_SECONDS)
+            c = campaign.content
+            return await audience_of(conn, c.org_id, c.website_id, c.audience)
+
+
+def run_sender(runtime: "Runtime"):
+    return Sender(runtime).run()

@@ -1,0 +1,124 @@
+"""MCP benchmark: `tools/call` latency of the summary and count tools, beside the REST request that reads
+the same data, measured in the same run against one `parley serve --role api` process.
+
+    .venv/bin/python -m bench.mcp --conversations 200000 --websites 5 --samples 200
+
+The data is the inbox benchmark's (`bench/inbox.py`: its loader and its projection catch-up, here with
+every read model the tools read, which their reads wait for). The MCP client is a plain keep-alive HTTP client posting JSON-RPC to /mcp
+with an access token obtained through the real OAuth flow (registration, consent page, PKCE, token);
+each call is a whole stateless Streamable HTTP request: token check, grant check, read-your-writes, the
+tool's queries, the JSON-RPC answer. The REST floor is `GET /api/conversations?inboxFilter=unresolved`
+for one website with `limit=1`: the inbox's counts from the same counters, with the REST API's
+authentication. Requests alternate between the tools and the floor, so a loaded moment shows in both.
+Goal: every tool's p99 within 2x the REST p99 and under 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from bench.figures import percentile
+from bench.inbox import WARM_UP, project, seed_events, start_api
+from events.store import EventStore
+from parley.runtime import Infrastructure
+from parley.settings import load_settings
+from projections.activity import ActivityProjection
+from projections.campaigns import CampaignsProjection
+from projections.chat import ChatProjection
+from projections.documents import DocumentsProjection
+from projections.core import CoreProjection
+from projections.inbox import InboxProjection
+from tests.mcp_helpers import Flow
+
+GOAL_MS, GOAL_RATIO = 50.0, 2.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=200_000)
+    parser.add_argument("--websites", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=200, help="calls per tool, and as many REST requests")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
+        settings = load_settings(data_dir=Path(tmp), embedded_fsync=False)
+        infra = Infrastructure(settings).start(reuse_running=False)
+        store = EventStore(infra.database_url, pool_size=2)
+        api = None
+        try:
+            seeded = seed_events(store, args.conversations, args.websites, random.Random(args.seed))
+            # every read model the tools read (and so wait for), as the workers would have them
+            asyncio.run(project(infra.database_url, store, (CoreProjection, InboxProjection, ActivityProjection,
+                                                            DocumentsProjection, CampaignsProjection, ChatProjection)))
+            with psycopg.connect(infra.database_url, autocommit=True) as conn:
+                email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
+            api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
+            figures = measure(base_url, seeded, email, args.samples)
+        finally:
+            if api:
+                api.terminate()
+                api.wait(30)
+            store.close()
+            infra.stop()
+
+    print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    rest50, rest99 = figures.pop("REST")
+    print(f"REST floor (GET /api/conversations?inboxFilter=unresolved&limit=1): p50 {rest50:.2f} ms, p99 {rest99:.2f} ms\n")
+    print(f"{'tool':<38} {'p50':>7} {'p99':>7} {'x REST':>7}  goal")
+    met = True
+    for name, (p50, p99) in figures.items():
+        ok = p99 < GOAL_MS and p99 <= GOAL_RATIO * rest99
+        met &= ok
+        print(f"{name:<38} {p50:>7.2f} {p99:>7.2f} {p99 / rest99:>7.2f}  {'ok' if ok else 'MISSED'}")
+    print(f"\ngoal (p99 under {GOAL_MS:.0f} ms and within {GOAL_RATIO:.0f}x REST): {'met' if met else 'missed'}")
+
+
+def measure(base_url: str, seeded, email: str, samples: int) -> dict[str, tuple[float, float]]:
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        flow = Flow(http, base_url)
+        flow.register()
+        access = flow.tokens(email, scope="parley:read")["access_token"]
+        mcp_headers = {"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream",
+                       "MCP-Protocol-Version": "2025-06-18"}
+        rest_headers = {"Authorization": f"Token {seeded.token}"}
+        sites = [str(site) for site in seeded.websites]
+        tools = {
+            "get_website_summary": lambda i: {"websiteId": sites[i % len(sites)]},
+            "get_workload_summary": lambda i: {},
+            "count_unresolved_conversations": lambda i: {"websiteId": sites[i % len(sites)]},
+            "count_unresolved_conversations (all)": lambda i: {},
+            "list_websites": lambda i: {},
+        }
+        times: dict[str, list[float]] = {name: [] for name in (*tools, "REST")}
+        for i in range(WARM_UP + samples):
+            for name, arguments in tools.items():
+                body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                        "params": {"name": name.split(" ")[0], "arguments": arguments(i)}}
+                started = time.perf_counter()
+                response = http.post("/mcp", headers=mcp_headers, json=body)
+                elapsed = (time.perf_counter() - started) * 1000
+                assert response.status_code == 200 and not response.json()["result"].get("isError"), response.text
+                times[name].append(elapsed)
+                started = time.perf_counter()
+                response = http.get("/api/conversations", headers=rest_headers, params={
+                    "inboxFilter": "unresolved", "websiteId": sites[i % len(sites)], "limit": "1"})
+                times["REST"].append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, response.text
+        warm = WARM_UP * len(tools)
+        return {name: (percentile(values[warm if name == "REST" else WARM_UP:], 50),
+                       percentile(values[warm if name == "REST" else WARM_UP:], 99)) for name, values in times.items()}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""The authorization page an operator sees when an MCP host asks to connect: sign in (Email, Password),
+choose one organization, then Allow or Deny.
+
+The page is plain server-rendered HTML with no script. Each view of it makes a new CSRF token, kept in a
+`SameSite=Strict` cookie and in a hidden field, its digest on the authorization request: a form posted
+from anywhere else, or from an older view, is refused. The request id in the URL is only a handle; the
+password travels in the POST body only, and nothing secret is ever put in a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import secrets
+import uuid
+from html import escape
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from commands.admin import password_matches
+from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest
+from mcp.server.auth.provider import AuthorizeError
+
+COOKIE = "parley_consent"
+SCOPE_WORDS = {
+    READ: "read summaries, conversation states and counts, help documents and campaigns",
+    WRITE: "send replies as you and resolve or reopen conversations",
+}
+HEADERS = {
+    "Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+}
+STYLE = """body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#1d2433}
+h1{font-size:1.3rem}label{display:block;margin:.6rem 0}input[type=email],input[type=password]{display:block;
+width:100%;padding:.4rem;margin-top:.2rem}fieldset{border:1px solid #ccd;margin:1rem 0}button{padding:.5rem 1.2rem;
+margin-right:.5rem}.error{color:#a01818;font-weight:600}li{margin:.3rem 0}"""
+
+
+def _page(title: str, body: str, status: int = 200, csrf: str | None = None) -> HTMLResponse:
+    response = HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} - Parley</title>'
+        f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head>'
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>", status_code=status, headers=HEADERS)
+    if csrf is not None:
+        response.set_cookie(COOKIE, csrf, httponly=True, samesite="strict", path="/oauth/consent",
+                            secure=False, max_age=900)
+    return response
+
+
+def _problem(message: str, status: int = 400) -> HTMLResponse:
+    return _page("Cannot connect", f'<p class="error">{escape(message)}</p>'
+                 "<p>Start the connection again from your MCP client.</p>", status)
+
+
+def _for_api(params: dict) -> bool:
+    """A request from `parley login`, for an operator access token to the REST API (`cli_tokens.py`)."""
+    return str(params.get("resource", "")).rstrip("/").endswith("/api")
+
+
+def _scopes(params: dict) -> str:
+    if _for_api(params):
+        return ("<ul><li>act as you through the REST API, with everything an operator can do in the "
+                "organization you choose, until you sign out (<code>parley logout</code>)</li></ul>")
+    return "<ul>" + "".join(f"<li><b>{escape(s)}</b>: {escape(SCOPE_WORDS.get(s, s))}</li>"
+                            for s in params["scopes"]) + "</ul>"
+
+
+def _hidden(request_id: str, csrf: str, step: str) -> str:
+    return (f'<input type="hidden" name="request" value="{escape(request_id)}">'
+            f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+            f'<input type="hidden" name="step" value="{step}">')
+
+
+class ConsentPage:
+    def __init__(self, server: ParleyAuthorizationServer):
+        self.server = server
+        self.pool = server.pool
+
+    async def _request(self, request_id: str) -> tuple | None:
+        async with self.pool.connection() as conn:
+            return await (await conn.execute(
+                "SELECT r.client_id, r.params, r.csrf_hash, r.operator_id, c.info->>'client_name' "
+                "FROM parley_oauth_requests r JOIN parley_oauth_clients c USING (client_id) "
+                "WHERE r.id = %s AND r.expires_at > now()", (request_id,))).fetchone()
+
+    async def _new_csrf(self, request_id: str, operator_id: uuid.UUID | None) -> str:
+        csrf = secrets.token_urlsafe(32)
+        async with self.pool.connection() as conn:
+            await conn.execute("UPDATE parley_oauth_requests SET csrf_hash = %s, operator_id = %s WHERE id = %s",
+                               (digest(csrf), operator_id, request_id))
+        return csrf
+
+    def _sign_in(self, request_id: str, csrf: str, client_name: str, params: dict, error: str = "",
+                 status: int = 200) -> HTMLResponse:
+        title = "Sign in to Parley from the command line" if _for_api(params) else "Connect an MCP client to Parley"
+        return _page(title, (
+            f'<p><b>{escape(client_name)}</b> asks to connect to your Parley workspace, to:</p>{_scopes(params)}'
+            + (f'<p class="error">{escape(error)}</p>' if error else "")
+            + f'<form method="post" action="/oauth/consent">{_hidden(request_id, csrf, "signin")}'
+            '<label>Email <input type="email" name="email" autocomplete="username" required></label>'
+            '<label>Password <input type="password" name="password" autocomplete="current-password" required>'
+            '</label><button type="submit">Sign in</button></form>'), status, csrf)
+
+    async def _organizations(self, operator_id: uuid.UUID) -> list[tuple[uuid.UUID, str]]:
+        async with self.pool.connection() as conn:
+            return await (await conn.execute(
+                "SELECT g.id, g.name FROM rm_organizations g WHERE g.id IN ("
+                "SELECT org_id FROM rm_operators WHERE id = %s UNION SELECT org_id FROM rm_operator_orgs "
+                "WHERE operator_id = %s) ORDER BY g.name, g.id", (operator_id, operator_id))).fetchall()
+
+    def _choose(self, request_id: str, csrf: str, client_name: str, params: dict,
+                organizations: list[tuple[uuid.UUID, str]], error: str = "", status: int = 200) -> HTMLResponse:
+        choices = "".join(
+            f'<label><input type="radio" name="org" value="{org_id}"{" checked" if len(organizations) == 1 else ""}>'
+            f" {escape(name)}</label>" for org_id, name in organizations)
+        return _page("Choose an organization", (
+            f"<p>The connection of <b>{escape(client_name)}</b> is bound to one organization for its whole life."
+            " It will be able to:</p>" + _scopes(params)
+            + (f'<p class="error">{escape(error)}</p>' if error else "")
+            + f'<form method="post" action="/oauth/consent">{_hidden(request_id, csrf, "decide")}'
+            f"<fieldset><legend>Organization</legend>{choices}</fieldset>"
+            '<button type="submit" name="decision" value="allow">Allow</button>'
+            '<button type="submit" name="decision" value="deny">Deny</button></form>'), status, csrf)
+
+    async def show(self, request: Request) -> Response:
+        request_id = request.query_params.get("request", "")
+        found = request_id and await self._request(request_id)
+        if not found:
+            return _problem("This authorization request has expired or was already answered.")
+        client_id, params, _, _, client_name = found
+        csrf = await self._new_csrf(request_id, None)
+        return self._sign_in(request_id, csrf, client_name or client_id, params)
+
+    async def submit(self, request: Request) -> Response:
+        form = await request.form()
+        request_id, csrf = str(form.get("request", "")), str(form.get("csrf", ""))
+        found = request_id and await self._request(request_id)
+        if not found:
+            return _problem("This authorization request has expired or was already answered.")
+        client_id, params, csrf_hash, operator_id, client_name = found
+        cookie = request.cookies.get(COOKIE, "")
+        if not (csrf and csrf_hash and hmac.compare_digest(csrf, cookie)
+                and hmac.compare_digest(digest(csrf), csrf_hash)):
+            return _problem("This form is out of date or did not come from this page.", 403)
+        name = client_name or client_id
+        if form.get("step") == "signin":
+            return await self._signed_in(request_id, name, params, str(form.get("email", "")),
+                                         str(form.get("password", "")))
+        if operator_id is None:
+            return _problem("Sign in first.")
+        if form.get("decision") == "deny":
+            await self._forget(request_id)
+            return RedirectResponse(self.server.redirect(params, error="access_denied",
+                                                         error_description="the operator denied access"),
+                                    303, headers=HEADERS)
+        if form.get("decision") != "allow":
+            return _problem("Choose Allow or Deny.")
+        organizations = await self._organizations(operator_id)
+        chosen = next((org_id for org_id, _ in organizations if str(org_id) == form.get("org")), None)
+        if chosen is None:
+            csrf = await self._new_csrf(request_id, operator_id)
+            return self._choose(request_id, csrf, name, params, organizations, "Choose one of your organizations.",
+                                400)
+        try:
+            code = await self.server.issue_code(request_id, params, client_id, operator_id, chosen)
+        except AuthorizeError as exc:
+            return _problem(exc.error_description or exc.error)
+        return RedirectResponse(self.server.redirect(params, code=code), 303, headers=HEADERS)
+
+    async def _signed_in(self, request_id: str, client_name: str, params: dict, email: str,
+                         password: str) -> Response:
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute("SELECT id, password_hash FROM rm_operators WHERE email = %s",
+                                            (email.strip().lower(),))).fetchone()
+        if row is None or not await asyncio.to_thread(password_matches, row[1], password):
+            csrf = await self._new_csrf(request_id, None)
+            return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
+                                 401)
+        csrf = await self._new_csrf(request_id, row[0])
+        return self._choose(request_id, csrf, client_name, params, await self._organizations(row[0]))
+
+    async def _forget(self, request_id: str) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute("DELETE FROM parley_oauth_requests WHERE id = %s", (request_id,))

@@ -1,0 +1,238 @@
+"""The everyday operator commands over HTTP, with the token `parley login` stored (docs/cli.md).
+
+Each prints a readable table, or the server's JSON with `--json`. A refusal by the server exits 1 with
+its problem `detail` on stderr; a usage error exits 2 (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from datetime import datetime, timezone
+
+from parley import login as signin
+from parley.client import DEFAULT_PROFILE, Api, Profile, print_json, print_table, read_text
+
+INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
+
+
+class Usage(Exception):
+    """A usage error found once the server is asked (exit code 2)."""
+
+
+def _api(args: argparse.Namespace) -> Api:
+    return Api(Profile.load(args.profile))
+
+
+def _website_id(api: Api, given: str | None) -> str:
+    """A website by id or name; none given, the organization's only website."""
+    if given:
+        try:
+            return str(uuid.UUID(given))
+        except ValueError:
+            return api.get(f"/api/websites/{given}")["_id"]
+    websites = api.get("/api/websites")
+    if len(websites) != 1:
+        names = ", ".join(w.get("websiteName", w["_id"]) for w in websites) or "none"
+        raise Usage(f"name the website with --website (this organization has: {names})")
+    return websites[0]["_id"]
+
+
+def _inbox(api: Api, args: argparse.Namespace, website_id: str) -> dict:
+    return api.get("/api/conversations", websiteId=website_id, inboxFilter=args.filter, limit=args.limit)
+
+
+def _print_inbox(page: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(page, ensure_ascii=False), flush=True)
+        return
+    counts = page["counts"]
+    print("  ".join(f"{name} {counts[name]}" for name in INBOX_FILTERS))
+    print_table([{**c, "state": "resolved" if c["resolved"] else "open", "unread": "yes" if c["unread"] else ""}
+                 for c in page["conversations"]], ["_id", "customerId", "lastEditTime", "state", "unread"])
+    print(flush=True)
+
+
+def cmd_conversations(args: argparse.Namespace) -> None:
+    api = _api(args)
+    website_id = _website_id(api, args.website)
+
+    def show() -> None:
+        _print_inbox(_inbox(api, args, website_id), args.json)
+    if not args.watch:
+        return show()
+    # the inbox once the realtime channel is open (nothing is missed between), then every change the
+    # channel announces, and the inbox again
+    event = None
+    for line in api.lines("/api/realtime", show):
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:") and event:
+            data = json.loads(line[5:])
+            if data.get("websiteId") in (None, website_id):
+                _print_change(event, data, args.json)
+                _print_inbox(_inbox(api, args, website_id), args.json)
+            event = None
+
+
+def _print_change(event: str, data: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"event": event, "data": data}, ensure_ascii=False), flush=True)
+        return
+    where = data.get("conversationId") or data.get("_id") or ""
+    content = " ".join(str(data.get("content", "")).split())
+    print(f"* {event} {where}" + (f" from {data.get('from')}: {content}" if content else ""), flush=True)
+
+
+def cmd_conversation(args: argparse.Namespace) -> None:
+    api = _api(args)
+    conversation = api.get(f"/api/conversations/{args.id}")
+    messages = api.get("/api/messages", conversationId=args.id, sortField="creationTime", limit=args.limit)
+    if args.json:
+        print_json({"conversation": conversation, "messages": messages})
+        return
+    state = "resolved" if conversation["resolved"] else "open"
+    print(f"Conversation {conversation['_id']} ({state}), customer {conversation['customerId']}")
+    for message in messages:
+        kind = "note" if message["internal"] else message["from"]
+        print(f"[{message['creationTime']}] {kind}: {message['content']}")
+
+
+def _post_message(args: argparse.Namespace, internal: bool) -> None:
+    api = _api(args)
+    message = api.call("POST", "/api/messages", json={
+        "conversationId": args.id, "content": read_text(args.text), "from": "operator", "internal": internal})
+    if args.json:
+        print_json(message)
+    else:
+        print(f"{'Note' if internal else 'Reply'} {message['_id']} added to {args.id}")
+
+
+def cmd_reply(args: argparse.Namespace) -> None:
+    _post_message(args, internal=False)
+
+
+def cmd_note(args: argparse.Namespace) -> None:
+    _post_message(args, internal=True)
+
+
+def _set_resolved(args: argparse.Namespace, resolved: bool) -> None:
+    conversation = _api(args).call("PATCH", f"/api/conversations/{args.id}", json={"resolved": resolved})
+    if args.json:
+        print_json(conversation)
+    else:
+        print(f"Conversation {args.id} is {'resolved' if resolved else 'open'}")
+
+
+def cmd_resolve(args: argparse.Namespace) -> None:
+    _set_resolved(args, True)
+
+
+def cmd_reopen(args: argparse.Namespace) -> None:
+    _set_resolved(args, False)
+
+
+def cmd_docs_search(args: argparse.Namespace) -> None:
+    api = _api(args)
+    website = _website_id(api, args.website) if args.website else None
+    matches = api.get("/api/documents/search", query=args.query, websiteId=website, limit=args.limit)
+    if args.json:
+        print_json(matches)
+    else:
+        print_table(matches, ["_id", "title", "score", "snippet"])
+
+
+def cmd_webhook_deliveries(args: argparse.Namespace) -> None:
+    page = _api(args).get(f"/api/webhooksubscriptions/{args.id}/deliveries", status=args.status, limit=args.limit)
+    if args.json:
+        print_json(page)
+    else:
+        print_table(page["items"], ["_id", "event", "position", "status", "nextRetryTime", "updatedAt"])
+
+
+def cmd_events_tail(args: argparse.Namespace) -> None:
+    """From now on (or after a position), each event as it commits: one line each."""
+    since = None if args.after else datetime.now(timezone.utc).isoformat()
+
+    def opened() -> None:
+        print("Following the events (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    for line in _api(args).lines("/api/events", opened, follow="true", after=args.after, since=since,
+                                 types=args.types):
+        if not line.strip():
+            continue
+        if args.json:
+            print(line, flush=True)
+            continue
+        event = json.loads(line)
+        print(f"{event.get('position')}  {event.get('at', '')}  {event.get('type')}", flush=True)
+
+
+def cmd_login(args: argparse.Namespace) -> None:
+    signin.login(args.url, args.profile, not args.no_browser, args.json)
+
+
+def cmd_logout(args: argparse.Namespace) -> None:
+    signin.logout(args.profile)
+
+
+def cmd_whoami(args: argparse.Namespace) -> None:
+    signin.whoami(args.profile, args.json)
+
+
+def _command(parent, name: str, func, summary: str, example: str) -> argparse.ArgumentParser:
+    command = parent.add_parser(name, help=summary, description=summary, epilog=f"example:\n  {example}",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    command.add_argument("--profile", default=DEFAULT_PROFILE, help="the stored login to use (default: %(default)s)")
+    command.add_argument("--json", action="store_true", help="print the server's JSON")
+    command.set_defaults(func=func)
+    return command
+
+
+def add_commands(commands, events, docs) -> None:
+    """Wires the client's commands into `parley`'s parser (its `events` and `docs` groups too)."""
+    login = _command(commands, "login", cmd_login, "sign in to a Parley server through the browser",
+                     "parley login --url https://support.example.com")
+    login.add_argument("--url", default="http://127.0.0.1:8000", help="the server's base URL (default: %(default)s)")
+    login.add_argument("--no-browser", action="store_true", help="print the sign-in address instead of opening it")
+    _command(commands, "logout", cmd_logout, "revoke the stored token on the server and forget it",
+             "parley logout --profile work")
+    _command(commands, "whoami", cmd_whoami, "the server, e-mail and organization of the stored login",
+             "parley whoami")
+
+    inbox = _command(commands, "conversations", cmd_conversations, "the inbox, with its counts",
+                     "parley conversations --website acme-help --filter unread --watch")
+    inbox.add_argument("--website", help="the website's name or id (default: the only one)")
+    inbox.add_argument("--filter", choices=INBOX_FILTERS, default="all")
+    inbox.add_argument("--limit", type=int, default=20)
+    inbox.add_argument("--watch", action="store_true", help="follow the changes and print the inbox again")
+    conversation = _command(commands, "conversation", cmd_conversation, "a conversation's transcript, notes marked",
+                            "parley conversation 0b6f7d8e-2c4a-4f1e-8d3b-5a9c1e2f4d60")
+    conversation.add_argument("id")
+    conversation.add_argument("--limit", type=int, default=100)
+    for name, func, what in (("reply", cmd_reply, "send a reply to the customer"),
+                             ("note", cmd_note, "add a note only operators see")):
+        command = _command(commands, name, func, what, f"echo 'Thanks!' | parley {name} CONVERSATION_ID -")
+        command.add_argument("id")
+        command.add_argument("text", help="the text, or - to read it from stdin")
+    for name, func, what in (("resolve", cmd_resolve, "mark a conversation resolved"),
+                             ("reopen", cmd_reopen, "open a resolved conversation again")):
+        _command(commands, name, func, what, f"parley {name} CONVERSATION_ID").add_argument("id")
+
+    search = _command(docs, "search", cmd_docs_search, "search the published help documents",
+                      "parley docs search 'reset my password'")
+    search.add_argument("query")
+    search.add_argument("--website", help="only this website's documents (name or id)")
+    search.add_argument("--limit", type=int, default=10)
+    webhooks = commands.add_parser("webhooks", help="webhook subscriptions").add_subparsers(dest="action",
+                                                                                           required=True)
+    deliveries = _command(webhooks, "deliveries", cmd_webhook_deliveries, "a subscription's recent deliveries",
+                          "parley webhooks deliveries SUBSCRIPTION_ID --status failed")
+    deliveries.add_argument("id")
+    deliveries.add_argument("--status")
+    deliveries.add_argument("--limit", type=int)
+    tail = _command(events, "tail", cmd_events_tail, "follow the organization's events as they commit",
+                    "parley events tail --types MessageCreated")
+    tail.add_argument("--after", help="start after this position instead of now")
+    tail.add_argument("--types", help="comma-separated event types")

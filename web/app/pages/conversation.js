@@ -1,0 +1,351 @@
+// One conversation: the transcript (notes, operator-only conversations and the AI agent's replies marked,
+// the agent's answer streaming in as it comes, quotes, ratings, reactions), the composer (reply or
+// internal note, with @mentions of the team), resolve/reopen, spam, pausing the agent, the read receipt
+// sent once the operator sees the visitor's latest message, and the visitor's profile.
+
+import {Page, api, get} from "../main.js";
+import {customer, customerName} from "../customers.js";
+import {errorBox, h, replace, time} from "../dom.js";
+
+const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
+const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
+const MENTION = /(^|\s)@([^\s@]*)$/;
+
+class ParleyConversation extends Page {
+  connectedCallback() {
+    this.setAttribute("aria-label", "Conversation");
+    this.setAttribute("role", "region");
+    this.listen("message.created", (detail) => {
+      if (!this.ready || detail.conversationId !== this.conversationId || this.messages.has(detail._id)) return;
+      this.messages.set(detail._id, detail);
+      this.show(this.messageView(detail));
+      this.markRead();
+    });
+    // the agent's answer as it is written: live frames, replaced by the stored message once it exists
+    this.listen("message.delta", (detail) => {
+      if (!this.ready || detail.conversationId !== this.conversationId || this.messages.has(detail.messageId)) return;
+      let streaming = this.transcript.querySelector(`[data-id="${detail.messageId}"] .content`);
+      if (!streaming) {
+        this.show(this.messageView({_id: detail.messageId, author: "agent", from: "operator", content: "",
+                                    creationTime: new Date().toISOString(), reactions: []}));
+        streaming = this.transcript.querySelector(`[data-id="${detail.messageId}"] .content`);
+      }
+      streaming.append(detail.delta);
+    });
+    this.listen("agent.typing", (detail) => {
+      if (this.ready && detail.conversationId === this.conversationId) this.typing.hidden = !detail.typing;
+    });
+    this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
+      const message = this.messages.get(detail.messageId);
+      if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
+      for (const key of ["rating", "ratingTime", "reactions"]) if (key in detail) message[key] = detail[key];
+      this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
+    });
+    this.listen("conversation.updated", (detail) => {
+      if (!this.ready || detail.conversationId !== this.conversationId) return;
+      for (const key of ["resolved", "spam", "agentPaused"]) if (detail[key] != null) this.record[key] = detail[key];
+      this.renderHeader();
+    });
+  }
+
+  async open(conversationId, backHref) {
+    if (!conversationId) {
+      this.conversationId = null;
+      this.ready = false;
+      replace(this, h("p", {class: "empty"}, "Choose a conversation."));
+      return;
+    }
+    if (conversationId === this.conversationId) return;
+    this.ready = false;
+    this.conversationId = conversationId;
+    this.backHref = backHref;
+    this.messages = new Map();
+    this.replyTo = null;
+    replace(this, h("p", {class: "empty", "aria-busy": "true"}, "Loading…"));
+    let record, messages, visitor;
+    try {
+      [record, messages] = await Promise.all([
+        get(`/api/conversations/${conversationId}`),
+        get("/api/messages", {conversationId, limit: 0})]);
+      visitor = await customer(record.customerId);
+    } catch (error) {
+      replace(this, errorBox(error));
+      return;
+    }
+    if (conversationId !== this.conversationId) return;
+    this.record = record;
+    this.visitor = visitor;
+    for (const message of messages) this.messages.set(message._id, message);
+    this.render();
+    this.ready = true;
+    this.markRead();
+  }
+
+  render() {
+    this.header = h("header", {class: "conversation-header"});
+    this.transcript = h("ol", {class: "transcript", role: "log", "aria-label": "Messages", "aria-live": "polite"},
+      [...this.messages.values()].map((m) => this.messageView(m)));
+    this.composer = this.composerView();
+    this.typing = h("p", {class: "typing", hidden: true, role: "status"}, "The AI agent is writing…");
+    replace(this, h("div", {class: "conversation-main"}, this.header, this.transcript, this.typing, this.composer),
+      this.profileView());
+    this.renderHeader();
+    this.transcript.lastElementChild?.scrollIntoView({block: "nearest"});
+  }
+
+  renderHeader() {
+    const {resolved, spam, operatorOnly, agentPaused} = this.record;
+    replace(this.header,
+      h("a", {class: "back", href: this.backHref}, "← Inbox"),
+      h("h2", null, customerName(this.visitor, this.record.customerId)),
+      operatorOnly && h("span", {class: "badge internal"}, "Operators only: the visitor never sees it"),
+      h("div", {class: "actions"},
+        h("button", {type: "button", id: "resolve", onclick: () => this.setFlags({resolved: !resolved})},
+          resolved ? "Reopen" : "Resolve"),
+        h("button", {type: "button", id: "spam", class: "secondary", onclick: () => this.setFlags({spam: !spam})},
+          spam ? "Not spam" : "Mark as spam"),
+        agentPaused != null && h("button", {type: "button", id: "agent", class: "secondary",
+          onclick: () => this.setFlags({agentPaused: !agentPaused})}, agentPaused ? "Resume AI agent" : "Pause AI agent")),
+      this.flagError ?? null);
+  }
+
+  async setFlags(flags) {
+    try {
+      this.record = await api("PATCH", `/api/conversations/${this.conversationId}`, flags);
+      this.flagError = null;
+    } catch (error) {
+      this.flagError = errorBox(error);
+    }
+    this.renderHeader();
+  }
+
+  /** The read receipt: the visitor's latest message, once the operator has it on screen. */
+  async markRead() {
+    const latest = [...this.messages.values()].filter((m) => m.from === "customer" && !m.internal).at(-1);
+    if (!latest || latest.read || document.visibilityState === "hidden") return;
+    latest.read = true;
+    try {
+      await api("POST", `/api/messages/${latest._id}/read`);
+      // a receipt is not pushed on the realtime stream: the inbox is told here, to update its Unread tab
+      this.dispatchEvent(new CustomEvent("conversation-read", {bubbles: true}));
+    } catch {
+      latest.read = false;
+    }
+  }
+
+  /** Adds a message's element, in place of its streaming one if the agent was writing it. */
+  show(element) {
+    const existing = this.transcript.querySelector(`[data-id="${element.dataset.id}"]`);
+    if (existing) existing.replaceWith(element);
+    else this.transcript.append(element);
+    element.scrollIntoView({block: "nearest"});
+  }
+
+  messageView(message) {
+    const quoted = message.replyToMessageId && this.messages.get(message.replyToMessageId);
+    const agent = message.author === "agent";
+    const who = message.internal ? "Internal note" : message.from === "customer"
+      ? customerName(this.visitor, this.record.customerId) : agent ? "AI agent" : "Team";
+    const kind = message.internal ? "note" : agent ? "operator agent" : message.from;
+    return h("li", {class: `message ${kind}`, "data-id": message._id},
+      h("article", {"aria-label": `${who}, ${new Date(message.creationTime).toLocaleString()}`},
+        h("div", {class: "meta"}, h("span", {class: "who"}, who), " ", time(message.creationTime),
+          message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
+        quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
+        h("p", {class: "content"}, message.content),
+        message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
+        message.rating && h("p", {class: "rating"}, "Rated ", RATINGS[message.rating] ?? message.rating),
+        this.reactionsView(message),
+        h("div", {class: "message-actions"},
+          h("button", {type: "button", class: "link", onclick: () => this.quote(message)}, "Quote"),
+          this.reactionPicker(message))));
+  }
+
+  reactionsView(message) {
+    const byEmoji = new Map();
+    for (const reaction of message.reactions ?? []) {
+      const entry = byEmoji.get(reaction.emoji) ?? {count: 0, mine: false, visitor: false};
+      entry.count += 1;
+      entry.mine ||= reaction.from === "operator" && reaction.personId === this.app.me._id;
+      entry.visitor ||= reaction.from === "customer";
+      byEmoji.set(reaction.emoji, entry);
+    }
+    if (!byEmoji.size) return null;
+    return h("ul", {class: "reactions", "aria-label": "Reactions"}, [...byEmoji].map(([emoji, entry]) =>
+      h("li", null, h("button", {type: "button", class: "reaction", "aria-pressed": String(entry.mine),
+        title: entry.visitor ? "Includes the visitor's reaction" : null,
+        onclick: () => this.react(message, entry.mine ? null : emoji)}, emoji, " ", String(entry.count)))));
+  }
+
+  reactionPicker(message) {
+    const menu = h("div", {class: "reaction-menu", hidden: true, role: "group", "aria-label": "Pick a reaction"},
+      REACTIONS.map((emoji) => h("button", {type: "button", "aria-label": `React ${emoji}`,
+        onclick: () => this.react(message, emoji)}, emoji)));
+    const toggle = h("button", {type: "button", class: "link", "aria-expanded": "false", onclick: () => {
+      menu.hidden = !menu.hidden;
+      toggle.setAttribute("aria-expanded", String(!menu.hidden));
+      if (!menu.hidden) menu.querySelector("button").focus();
+    }}, "React");
+    menu.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") { menu.hidden = true; toggle.setAttribute("aria-expanded", "false"); toggle.focus(); }
+    });
+    return h("span", {class: "react"}, toggle, menu);
+  }
+
+  async react(message, emoji) {
+    try {
+      const updated = await api("POST", `/api/messages/${message._id}/reaction/operator`, {emoji});
+      this.messages.set(updated._id, updated);
+      this.transcript.querySelector(`[data-id="${updated._id}"]`)?.replaceWith(this.messageView(updated));
+    } catch (error) {
+      this.composerStatus.replaceChildren(errorBox(error));
+    }
+  }
+
+  quote(message) {
+    this.replyTo = message;
+    replace(this.quoting, h("span", null, "Quoting: ", message.content.slice(0, 80)),
+      h("button", {type: "button", class: "link", onclick: () => { this.replyTo = null; replace(this.quoting); }},
+        "Cancel quote"));
+    this.textarea.focus();
+  }
+
+  composerView() {
+    this.textarea = h("textarea", {id: "composer-text", rows: "3", required: true, "aria-label": "Message",
+      placeholder: "Write a reply… (Enter sends, Shift+Enter adds a line, @ mentions a teammate)",
+      "aria-autocomplete": "list", "aria-controls": "mentions"});
+    this.suggestions = h("ul", {id: "mentions", role: "listbox", class: "mentions", hidden: true,
+      "aria-label": "Mention a teammate"});
+    this.quoting = h("div", {class: "quoting", "aria-live": "polite"});
+    this.composerStatus = h("div", {"aria-live": "polite"});
+    const mode = (value, label, checked) => h("label", {class: "mode"},
+      h("input", {type: "radio", name: "mode", value, checked, onchange: () => this.modeChanged()}), label);
+    const form = h("form", {class: "composer", onsubmit: (event) => { event.preventDefault(); this.send(form); }},
+      h("fieldset", {class: "modes"}, h("legend", {class: "visually-hidden"}, "Send as"),
+        mode("reply", "Reply to the visitor", true), mode("note", "Internal note", false)),
+      this.quoting, this.textarea, this.suggestions,
+      h("div", {class: "composer-actions"}, h("button", {type: "submit", id: "send"}, "Send")),
+      this.composerStatus);
+    this.textarea.addEventListener("input", () => this.suggest());
+    this.textarea.addEventListener("keydown", (event) => this.composerKey(event, form));
+    return form;
+  }
+
+  modeChanged() {
+    const note = this.composer.querySelector("input[value=note]").checked;
+    this.composer.classList.toggle("note", note);
+    this.textarea.placeholder = note ? "Write an internal note… the visitor never sees it" : "Write a reply…";
+  }
+
+  suggest() {
+    const before = this.textarea.value.slice(0, this.textarea.selectionStart);
+    const match = MENTION.exec(before);
+    const typed = match?.[2].toLowerCase();
+    const found = match ? this.app.operators.filter((o) => o.email.startsWith(typed)).slice(0, 6) : [];
+    this.suggestions.hidden = !found.length;
+    this.active = 0;
+    replace(this.suggestions, found.map((operator, index) => h("li", {role: "option", id: `mention-${index}`,
+      "aria-selected": String(index === 0), "data-email": operator.email,
+      onmousedown: (event) => { event.preventDefault(); this.mention(operator.email); }}, operator.email)));
+    if (found.length) this.textarea.setAttribute("aria-activedescendant", "mention-0");
+    else this.textarea.removeAttribute("aria-activedescendant");
+  }
+
+  mention(email) {
+    const caret = this.textarea.selectionStart;
+    const before = this.textarea.value.slice(0, caret).replace(MENTION, (_, space) => `${space}@${email} `);
+    this.textarea.value = before + this.textarea.value.slice(caret);
+    this.textarea.setSelectionRange(before.length, before.length);
+    this.suggestions.hidden = true;
+    this.textarea.removeAttribute("aria-activedescendant");
+    this.textarea.focus();
+  }
+
+  composerKey(event, form) {
+    const options = [...this.suggestions.children];
+    if (!this.suggestions.hidden && options.length) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        this.active = (this.active + (event.key === "ArrowDown" ? 1 : options.length - 1)) % options.length;
+        options.forEach((option, index) => option.setAttribute("aria-selected", String(index === this.active)));
+        this.textarea.setAttribute("aria-activedescendant", options[this.active].id);
+        return;
+      }
+      if (event.key === "Enter" || event.key === "Tab") {
+        event.preventDefault();
+        this.mention(options[this.active].dataset.email);
+        return;
+      }
+      if (event.key === "Escape") {
+        this.suggestions.hidden = true;
+        return;
+      }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  }
+
+  async send(form) {
+    const content = this.textarea.value.trim();
+    if (!content) return;
+    const internal = form.querySelector("input[value=note]").checked;
+    const button = form.querySelector("#send");
+    button.disabled = true;
+    try {
+      const message = await api("POST", "/api/messages", {conversationId: this.conversationId, content,
+        from: "operator", internal, ...(this.replyTo ? {replyToMessageId: this.replyTo._id} : {})});
+      this.textarea.value = "";
+      this.replyTo = null;
+      replace(this.quoting);
+      replace(this.composerStatus);
+      if (!this.messages.has(message._id)) {
+        this.messages.set(message._id, message);
+        this.show(this.messageView(message));
+      }
+    } catch (error) {
+      replace(this.composerStatus, errorBox(error));
+    } finally {
+      button.disabled = false;
+      this.textarea.focus();
+    }
+  }
+
+  profileView() {
+    const visitor = this.visitor ?? {};
+    const rows = [["E-mail", visitor.email], ["Name", visitor.nickname], ["Phone", visitor.phone],
+                  ["Language", visitor.language], ["User id", visitor.userId],
+                  ["First seen", visitor.createdAt && new Date(visitor.createdAt).toLocaleString()],
+                  ["Conversation started", new Date(this.record.createdAt).toLocaleString()]];
+    const metadata = Object.entries(this.record.metadata ?? {});
+    const history = h("div", {"aria-live": "polite"});
+    return h("aside", {class: "profile", "aria-label": "Visitor"},
+      h("h3", null, "Visitor"),
+      h("dl", null, rows.filter(([, value]) => value).map(([label, value]) => [h("dt", null, label), h("dd", null, value)])),
+      h("h3", null, "Metadata"),
+      metadata.length ? h("dl", {class: "metadata"}, metadata.map(([key, value]) =>
+        [h("dt", null, key), h("dd", null, typeof value === "string" ? value : JSON.stringify(value))]))
+        : h("p", {class: "empty"}, "None set by the visitor's page."),
+      h("h3", null, "History"),
+      h("button", {type: "button", class: "secondary", id: "show-history", onclick: () => this.showHistory(history)},
+        "Who did what"), history);
+  }
+
+  /** The audit trail (`GET /api/conversations/{id}/history`): each change, when, and by whom. */
+  async showHistory(into) {
+    const emails = new Map(this.app.operators.map((o) => [o._id, o.email]));
+    const by = (actor) => actor.kind === "operator" ? emails.get(actor.id) ?? "an operator"
+      : {customer: "the visitor", apikey: "an API key"}[actor.kind] ?? `a ${actor.kind}`;
+    try {
+      const trail = await get(`/api/conversations/${this.conversationId}/history`);
+      replace(into, h("ol", {class: "history"}, trail.entries.map((entry) => h("li", null,
+        time(entry.at), " ", entry.type.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase(),
+        entry.actor && [" by ", by(entry.actor)]))));
+    } catch (error) {
+      replace(into, errorBox(error));
+    }
+  }
+}
+
+customElements.define("parley-conversation", ParleyConversation);

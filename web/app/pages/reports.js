@@ -1,0 +1,108 @@
+// Reports as pictures: conversations per day, median first-response time, ratings over time, busiest
+// hours and totals by website, drawn as SVG by the small chart functions below (no library, no build).
+// Each chart also carries its numbers as a table for screen readers.
+
+import {Page, get} from "../main.js";
+import {errorBox, field, h, replace, s} from "../dom.js";
+
+const W = 560, H = 220, PAD = {left: 44, right: 10, top: 12, bottom: 30};
+const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+function niceMax(value) {
+  if (value <= 0) return 1;
+  const step = 10 ** Math.floor(Math.log10(value));
+  return Math.ceil(value / step) * step;
+}
+
+/** Vertical bars; `series` is a list of [className, values] stacked in that order. */
+function bars(labels, series, {every = 1, format = String} = {}) {
+  const totals = labels.map((_, i) => series.reduce((sum, [, values]) => sum + (values[i] ?? 0), 0));
+  const max = niceMax(Math.max(0, ...totals));
+  const plotW = W - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
+  const slot = plotW / labels.length, width = Math.max(1, slot * 0.7);
+  const y = (value) => PAD.top + plotH - (value / max) * plotH;
+  const ticks = [0, max / 2, max];
+  return s("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", "aria-hidden": "true"},
+    ticks.map((tick) => [
+      s("line", {class: "axis", x1: PAD.left, x2: W - PAD.right, y1: y(tick), y2: y(tick)}),
+      s("text", {x: PAD.left - 6, y: y(tick) + 4, "text-anchor": "end"}, format(tick))]),
+    labels.map((label, i) => {
+      let base = 0;
+      const x = PAD.left + i * slot + (slot - width) / 2;
+      return [
+        series.map(([className, values]) => {
+          const value = values[i] ?? 0;
+          const rect = s("rect", {class: className, x, width, y: y(base + value), height: y(base) - y(base + value)},
+            s("title", null, `${label}: ${format(value)}`));
+          base += value;
+          return rect;
+        }),
+        i % every === 0 && s("text", {x: x + width / 2, y: H - 10, "text-anchor": "middle"}, label)];
+    }));
+}
+
+function dataTable(caption, headers, rows) {
+  return h("table", {class: "visually-hidden"}, h("caption", null, caption),
+    h("thead", null, h("tr", null, headers.map((t) => h("th", {scope: "col"}, t)))),
+    h("tbody", null, rows.map((row) => h("tr", null, row.map((cell) => h("td", null, cell))))));
+}
+
+function chart(title, summary, svg, table) {
+  return h("figure", {class: "chart card"}, h("figcaption", null, h("h2", null, title), h("p", {class: "notice"}, summary)),
+    svg, table);
+}
+
+const minutes = (seconds) => seconds == null ? "—" : seconds < 90 ? `${Math.round(seconds)} s` : `${Math.round(seconds / 60)} min`;
+
+class ParleyReports extends Page {
+  show() {
+    const days = h("select", {id: "report-days"}, [7, 30, 90].map((n) => h("option", {value: n}, `Last ${n} days`)));
+    days.value = "30";
+    const scope = h("select", {id: "report-website"}, h("option", {value: ""}, "Every website"),
+      this.app.websites.map((w) => h("option", {value: w._id}, w.websiteName)));
+    this.charts = h("div", {class: "charts", "aria-live": "polite"});
+    const load = () => this.load(days.value, scope.value);
+    days.addEventListener("change", load);
+    scope.addEventListener("change", load);
+    replace(this, h("h1", null, "Reports"),
+      h("div", {class: "toolbar"}, field("Period", days), field("Website", scope)), this.charts);
+    load();
+  }
+
+  async load(days, websiteId) {
+    let report;
+    try {
+      report = await get("/api/reports", {days, timezone: ZONE, ...(websiteId ? {websiteId} : {})});
+    } catch (error) {
+      return replace(this.charts, errorBox(error));
+    }
+    const labels = report.days.map((d) => d.date.slice(5));
+    const every = Math.ceil(labels.length / 10);
+    const conversations = report.days.map((d) => d.conversations);
+    const waits = report.days.map((d) => d.medianFirstResponseSeconds);
+    const answered = waits.filter((w) => w != null).sort((a, b) => a - b);
+    const ratings = ["happy", "neutral", "unhappy"].map((r) => [`bar-${r}`, report.days.map((d) => d.ratings[r])]);
+    const hours = report.busiestHours;
+    const busiest = hours.indexOf(Math.max(...hours));
+    replace(this.charts,
+      chart("Conversations per day", `${conversations.reduce((a, b) => a + b, 0)} in ${labels.length} days`,
+        bars(labels, [["bar", conversations]], {every}),
+        dataTable("Conversations per day", ["Day", "Conversations"], report.days.map((d) => [d.date, d.conversations]))),
+      chart("Median first response", answered.length ? `Typical day: ${minutes(answered[answered.length >> 1])}` : "No answered conversations yet",
+        bars(labels, [["bar2", waits.map((w) => w ?? 0)]], {every, format: minutes}),
+        dataTable("Median first response per day", ["Day", "Median"], report.days.map((d) => [d.date, minutes(d.medianFirstResponseSeconds)]))),
+      chart("Ratings", "Happy, neutral and unhappy ratings of the team's replies",
+        bars(labels, ratings, {every}),
+        dataTable("Ratings per day", ["Day", "Happy", "Neutral", "Unhappy"],
+          report.days.map((d) => [d.date, d.ratings.happy, d.ratings.neutral, d.ratings.unhappy]))),
+      chart("Busiest hours", hours.some(Boolean) ? `Most visitor messages around ${busiest}:00 (${report.timezone})` : "No visitor messages yet",
+        bars(hours.map((_, hour) => String(hour)), [["bar", hours]], {every: 3}),
+        dataTable("Visitor messages per hour", ["Hour", "Messages"], hours.map((n, hour) => [`${hour}:00`, n]))),
+      chart("By website", "Conversations started in the period",
+        bars(report.byWebsite.map((w) => w.websiteName), [["bar", report.byWebsite.map((w) => w.conversations)]]),
+        dataTable("Conversations by website", ["Website", "Conversations"], report.byWebsite.map((w) => [w.websiteName, w.conversations]))));
+    this.dataset.ready = "true";
+  }
+}
+
+customElements.define("parley-reports", ParleyReports);

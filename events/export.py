@@ -1,0 +1,180 @@
+"""Exports of an organization's history into a folder: one Parquet file per event type (`<type>.parquet`,
+typed columns) or one JSON Lines file (`events.jsonl`, the lines of `GET /api/events`), and a
+`manifest.json` (rows per file, the events left out for want of a public shape, the last position).
+
+pyarrow writes the Parquet files: its `ParquetWriter` takes row groups one at a time, so memory holds one
+page of the store and one pending row group per type, whatever the history's length; DuckDB, which reads
+the files, would need the rows handed to it through Python objects or Arrow anyway.
+
+Columns: `position` (int64), `occurredAt` (timestamp, UTC: the lines' `at`, which DuckDB's SQL reserves),
+`streamId` (string), then the public shape's fields
+under their camelCase names: ids as strings, texts, booleans and integers as themselves, times as
+timestamps, nested values (lists, maps, structs) as JSON text.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Literal
+
+import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from events.history import HEAD, HistoryFilter, Reading, ndjson, pages
+from events.public import SHAPE_BY_NAME, Shape, readable
+
+Format = Literal["parquet", "jsonl"]
+FORMATS: tuple[str, ...] = typing.get_args(Format)
+ROW_GROUP = 10_000  # rows a type gathers before they are written out as a Parquet row group
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+JSON_TEXT = "json"  # a column kind: the value's JSON, as text
+
+
+def _column_kind(tp) -> tuple[pa.DataType, object]:
+    """The Arrow type of a shape field, and the type its stored value is decoded as for that column."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        if len(inner) == 1:
+            arrow, decoded = _column_kind(inner[0])
+            return arrow, decoded if decoded is msgspec.Raw else decoded | None
+    if tp in (uuid.UUID, str):
+        return pa.string(), str  # an id is decoded as the text it is stored as: no UUID object made
+    if tp is datetime:
+        return TIMESTAMP, str  # cast by Arrow, a column at a time
+    if tp is bool:
+        return pa.bool_(), bool
+    if tp is int:
+        return pa.int64(), int
+    return pa.string(), msgspec.Raw  # nested: its JSON, as stored
+
+
+@dataclass
+class Columns:
+    """How one event type is written: its Arrow schema, and the decoder of a stored event into a row."""
+
+    schema: pa.Schema
+    decoder: msgspec.json.Decoder
+    raw: tuple[int, ...]  # the row positions of JSON-text columns
+
+    @classmethod
+    def of(cls, shape: type[Shape]) -> "Columns":
+        fields = msgspec.structs.fields(shape)
+        kinds = [_column_kind(f.type) for f in fields]
+        row = msgspec.defstruct(f"Row{shape.__name__}", [("at", str), *(
+            (f.name, decoded, _default(f)) if _default(f) is not msgspec.NODEFAULT else (f.name, decoded)
+            for f, (_, decoded) in zip(fields, kinds))])
+        schema = pa.schema([("position", pa.int64()), ("occurredAt", TIMESTAMP), ("streamId", pa.string()),
+                            *((f.encode_name, arrow) for f, (arrow, _) in zip(fields, kinds))])
+        raw = tuple(3 + i for i, (_, decoded) in enumerate(kinds) if decoded is msgspec.Raw)
+        return cls(schema, msgspec.json.Decoder(row), raw)
+
+
+def _default(f: msgspec.structs.FieldInfo):
+    default = f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default  # `= {}` is a factory
+    if default is not msgspec.NODEFAULT:
+        return msgspec.Raw(msgspec.json.encode(default)) if _column_kind(f.type)[1] is msgspec.Raw else default
+    return msgspec.NODEFAULT
+
+
+COLUMNS = {name: Columns.of(shape) for name, shape in SHAPE_BY_NAME.items()}
+
+
+@dataclass
+class ParquetType:
+    """One type's file, opened at its first row, and the rows waiting for the next row group."""
+
+    path: Path
+    columns: Columns
+    rows: list[tuple] = field(default_factory=list)
+    count: int = 0
+    writer: pq.ParquetWriter | None = None
+
+    def add(self, position: int, stream_id: str, stored: bytes) -> None:
+        at, *values = msgspec.structs.astuple(self.columns.decoder.decode(readable(stored)))
+        self.rows.append((position, at, stream_id, *values))
+        if len(self.rows) >= ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        columns = [list(column) for column in zip(*self.rows)]
+        for index in self.columns.raw:
+            columns[index] = [None if raw is None or bytes(raw) == b"null" else bytes(raw).decode()
+                              for raw in columns[index]]
+        arrays = [pa.array(values, type=pa.string() if kind == TIMESTAMP else kind).cast(kind)
+                  for values, kind in zip(columns, self.columns.schema.types)]
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, self.columns.schema, compression="zstd")
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.columns.schema))
+        self.count += len(self.rows)
+        self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is not None:
+            self.writer.close()
+
+
+class Manifest(msgspec.Struct, rename="camel"):
+    format: str
+    last_position: int  # export again with --after... to continue: every event up to it is in
+    files: dict[str, int]  # file name -> rows
+    omitted: dict[str, int]  # events left out for want of a public shape, by type
+
+
+Progress = Callable[[int, int], None]  # (positions read, positions to read)
+
+
+def export(conn, flt: HistoryFilter, out: Path, fmt: Format = "parquet",
+           progress: Progress | None = None) -> Manifest:
+    """Writes the filter's events (up to the store's head as it is when the export starts) into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    head = conn.execute(HEAD).fetchone()[0]
+    until = head if flt.until is None else min(head, flt.until)
+    writer = _parquet if fmt == "parquet" else _jsonl
+    files, omitted = writer(conn, flt, out, until, progress)
+    manifest = Manifest(fmt, max(until, flt.after), files, omitted)
+    (out / "manifest.json").write_bytes(msgspec.json.format(msgspec.json.encode(manifest)))
+    return manifest
+
+
+def _parquet(conn, flt: HistoryFilter, out: Path, until: int,
+             progress: Progress | None) -> tuple[dict[str, int], dict[str, int]]:
+    by_type: dict[str, ParquetType] = {}
+    omitted: Counter = Counter()
+    try:
+        for rows in pages(conn, flt, flt.after, until):
+            for position, stream_id, topic, stored in rows:
+                kind = by_type.get(topic)
+                if kind is None:
+                    columns = COLUMNS.get(topic)
+                    if columns is None:
+                        omitted[topic] += 1
+                        continue
+                    kind = by_type[topic] = ParquetType(out / f"{topic}.parquet", columns)
+                kind.add(position, stream_id, stored)
+            if progress:
+                progress(rows[-1][0] - flt.after, until - flt.after)
+    finally:
+        for kind in by_type.values():
+            kind.close()
+    return {kind.path.name: kind.count for kind in by_type.values()}, dict(omitted)
+
+
+def _jsonl(conn, flt: HistoryFilter, out: Path, until: int,
+           progress: Progress | None) -> tuple[dict[str, int], dict[str, int]]:
+    reading = Reading(last=flt.after)
+    with open(out / "events.jsonl", "wb") as file:
+        for rows in pages(conn, flt, flt.after, until):
+            file.write(ndjson(reading.lines(rows)))
+            if progress:
+                progress(rows[-1][0] - flt.after, until - flt.after)
+    return {"events.jsonl": reading.emitted}, dict(reading.omitted)

@@ -1,0 +1,163 @@
+"""Reading an organization's history out of the event store, for analysts: which events a request asks
+for (`HistoryFilter`), the one SQL statement that pages through them by position, and each row as the
+public line the events API, the exports and the audit trail all show.
+
+Pages are windows of positions (`last < position <= last + PAGE`), one short statement each, so nothing is
+held open between pages and memory holds one page, however long the history. A window, not a LIMIT: the
+filters look inside the JSON, which the planner cannot estimate, and with a LIMIT it may choose to scan
+and sort the whole table for every page; a range of the primary key is read by its index whatever it
+holds. Appends commit in position order (the store's table lock), so paging never passes an event that
+commits later with a smaller position.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, AsyncIterator, Iterable, Iterator, Sequence
+
+import msgspec
+
+from events.public import Line, decode_public
+from events.store import EVENTS_TABLE
+
+PAGE = 2000  # positions a page covers
+
+# The event's JSON, parsed by PostgreSQL, for the filters that look inside it.
+_JSON = "convert_from(e.state, 'UTF8')::json"
+# The organization: the rows whose JSON holds `"org_id":"<id>"` somewhere, found without parsing it (PostgreSQL
+# parsing every row's JSON cost three times the page's read); `pages` then keeps those whose own org_id it
+# is (a nested value, a visitor's metadata key, could hold those bytes too).
+_ORG = "position(%(org_marker)s in e.state) > 0"
+
+
+class _Owner(msgspec.Struct):
+    org_id: str
+
+
+_owner = msgspec.json.Decoder(_Owner)
+
+
+# An event belongs to a website when it names one, or when its stream's first event does (a message's
+# rating, a conversation's resolution, a subscription's disabling: each stream starts with a creation that
+# names the website).
+_WEBSITE = (f"({_JSON}->>'website_id' = %(website)s OR EXISTS (SELECT FROM {EVENTS_TABLE} f "
+            "WHERE f.originator_id = e.originator_id AND f.originator_version = 1 "
+            "AND convert_from(f.state, 'UTF8')::json->>'website_id' = %(website)s))")
+
+
+@dataclass(frozen=True)
+class HistoryFilter:
+    """An organization's events, narrowed: positions in (after, until], times in [since, until_time],
+    some types, one website, one conversation."""
+
+    org_id: uuid.UUID
+    after: int = 0
+    until: int | None = None
+    since: datetime | None = None
+    until_time: datetime | None = None
+    types: tuple[str, ...] | None = None
+    website_id: uuid.UUID | None = None
+    conversation_id: uuid.UUID | None = None
+
+    def page_query(self) -> tuple[str, dict[str, Any]]:
+        """One page of the filter's events in (%(after)s, %(until)s]: position, stream, type, stored JSON."""
+        where = ["e.notification_id > %(after)s", "e.notification_id <= %(until)s", _ORG]
+        params: dict[str, Any] = {"org_marker": b'"org_id":"%s"' % str(self.org_id).encode()}
+        if self.types is not None:
+            where.append("e.topic = ANY(%(types)s)")
+            params["types"] = list(self.types)
+        if self.since is not None:
+            where.append(f"({_JSON}->>'at')::timestamptz >= %(since)s")
+            params["since"] = self.since
+        if self.until_time is not None:
+            where.append(f"({_JSON}->>'at')::timestamptz <= %(until_time)s")
+            params["until_time"] = self.until_time
+        if self.conversation_id is not None:
+            where.append(f"{_JSON}->>'conversation_id' = %(conversation)s")
+            params["conversation"] = str(self.conversation_id)
+        if self.website_id is not None:
+            where.append(_WEBSITE)
+            params["website"] = str(self.website_id)
+        sql = (f"SELECT e.notification_id, e.originator_id::text, e.topic, e.state FROM {EVENTS_TABLE} e "
+               f"WHERE {' AND '.join(where)} ORDER BY e.notification_id")
+        return sql, params
+
+    def own(self, rows: list["Row"]) -> list["Row"]:
+        """The page's rows that are the organization's own events."""
+        org = str(self.org_id)
+        return [row for row in rows if _owner.decode(row[3]).org_id == org]
+
+
+Row = tuple[int, str, str, bytes]  # position, stream id, type, stored JSON
+HEAD = f"SELECT coalesce(max(notification_id), 0) FROM {EVENTS_TABLE}"  # every position up to it has committed
+
+
+def pages(conn, flt: HistoryFilter, after: int, until: int) -> Iterator[list[Row]]:
+    """The filter's events in (after, until], a page at a time, on a synchronous connection."""
+    sql, params = flt.page_query()
+    while after < until:
+        upper = min(after + PAGE, until)
+        if rows := flt.own(conn.execute(sql, {**params, "after": after, "until": upper}, prepare=True).fetchall()):
+            yield rows
+        after = upper
+
+
+async def pages_async(pool, flt: HistoryFilter, after: int, until: int) -> AsyncIterator[list[Row]]:
+    """`pages` on the event loop, a pool connection taken for each page only."""
+    sql, params = flt.page_query()
+    while after < until:
+        upper = min(after + PAGE, until)
+        async with pool.connection() as conn:
+            rows = await (await conn.execute(sql, {**params, "after": after, "until": upper}, prepare=True)).fetchall()
+        if rows := flt.own(rows):
+            yield rows
+        after = upper
+
+
+@dataclass
+class Reading:
+    """What a read of the history has got to: the last position it covered, and the events it left out
+    for want of a public shape, by type."""
+
+    last: int = 0
+    emitted: int = 0
+    omitted: Counter = field(default_factory=Counter)
+
+    def lines(self, rows: Sequence[Row]) -> list[Line]:
+        """The page's rows as public lines; a row of a type without a shape is counted, not shown."""
+        out = []
+        for position, stream_id, topic, state in rows:
+            found = decode_public(topic, state)
+            if found is None:
+                self.omitted[topic] += 1
+            else:
+                at, data = found
+                out.append(Line(position, topic, at, stream_id, data))
+        if rows:
+            self.last = rows[-1][0]
+        self.emitted += len(out)
+        return out
+
+    def trailer(self) -> "Trailer":
+        return Trailer(TrailerBody(self.last, dict(self.omitted)))
+
+
+class TrailerBody(msgspec.Struct, rename="camel"):
+    last_position: int  # resume with after=lastPosition
+    omitted: dict[str, int]  # events left out for want of a public shape, by type
+
+
+class Trailer(msgspec.Struct):
+    """The last line of a history that ends: tells it apart from an event line (which has `type`)."""
+
+    trailer: TrailerBody
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def ndjson(items: Iterable[msgspec.Struct]) -> bytes:
+    return _encoder.encode_lines(items)

@@ -1,0 +1,160 @@
+"""Reading a conversation as it was: `asOf` on `GET /api/conversations/{id}` and `GET /api/messages`, and
+the conversation's audit trail. Both fold the conversation's events from the store (never the current read
+model), with the same rules the core read model applies, so an answer as of a moment is what the REST API
+answered then."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Mapping
+
+import msgspec
+
+from commands.errors import Invalid, NotFound
+from commands.principal import Principal
+from events import types as ev
+from events.history import HEAD, HistoryFilter, pages_async
+from events.public import Shape, public_of
+from events.store import Recorded, decode_event
+from parley.ids import parse_id
+from readapi.collections import MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int, project
+from readapi.history_query import parse_time
+from readapi.openapi import query
+from readapi.services import Services
+
+
+AS_OF = query("asOf", str, "Answer as the API did at this position, or this RFC 3339 time: folded from the events "
+                           "(GET /api/messages then needs conversationId).")
+
+
+class AsOf(msgspec.Struct, frozen=True):
+    position: int | None = None
+    time: datetime | None = None
+
+
+def parse_as_of(params: Mapping[str, str]) -> AsOf | None:
+    """`asOf`: a position (digits) or an RFC 3339 time; None when absent."""
+    raw = params.get("asOf")
+    if not raw:
+        return None
+    if raw.isascii() and raw.isdigit():
+        return AsOf(position=parse_int(params, "asOf"))
+    return AsOf(time=parse_time(params, "asOf"))
+
+
+async def conversation_events(svc: Services, principal: Principal, conversation_id: uuid.UUID | None,
+                              as_of: AsOf = AsOf()) -> list[Recorded]:
+    """The events that name the conversation, in the principal's organization (and pinned website), up to
+    `as_of`. A conversation's history is short, so it is read whole."""
+    if conversation_id is None:
+        return []
+    flt = HistoryFilter(principal.org_id, until_time=as_of.time, website_id=principal.website_id,
+                        conversation_id=conversation_id)
+    async with svc.pool.connection() as conn:
+        head = (await (await conn.execute(HEAD)).fetchone())[0]
+    until = head if as_of.position is None else min(head, as_of.position)
+    return [Recorded(position, uuid.UUID(stream_id), 0, decode_event(state))
+            async for rows in pages_async(svc.pool, flt, 0, until) for position, stream_id, _, state in rows]
+
+
+def fold(records: list[Recorded]) -> tuple[ConversationRecord | None, dict[uuid.UUID, Message]]:
+    """The conversation and its messages after these events, as projections/core.py writes them."""
+    conversation, messages = None, {}
+    for recorded in records:
+        e = recorded.event
+        if isinstance(e, ev.ConversationCreated):
+            conversation = ConversationRecord(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False,
+                                              False, e.operator_only, False, dict(e.metadata))
+        elif conversation is None:
+            continue
+        elif isinstance(e, ev.ConversationUpdated):
+            conversation.resolved = conversation.resolved if e.resolved is None else e.resolved
+            conversation.spam = conversation.spam if e.spam is None else e.spam
+            conversation.agent_paused = conversation.agent_paused if e.agent_paused is None else e.agent_paused
+        elif isinstance(e, ev.ConversationMetadataSet):
+            conversation.metadata = {k: v for k, v in {**conversation.metadata, **e.values}.items() if v is not None}
+        elif isinstance(e, ev.MessageCreated):
+            messages.setdefault(e.message_id, new_message(e))
+            conversation.last_edit_time = max(conversation.last_edit_time, e.at)
+            # the team's own reply pauses the AI agent there
+            conversation.agent_paused |= (e.sender == "operator" and e.author is None and e.campaign_id is None
+                                          and not e.internal)
+        elif (message := messages.get(getattr(e, "message_id", None))) is not None:
+            if isinstance(e, ev.MessageRead):
+                message.read = True
+            elif isinstance(e, ev.MessageRated):
+                message.rating, message.rating_time = e.rating, e.at
+            elif isinstance(e, ev.MessageReactionsChanged):
+                message.reactions = msgspec.to_builtins(e.reactions)
+    return conversation, messages
+
+
+async def conversation_as_of(svc: Services, principal: Principal, conversation_id: uuid.UUID | None,
+                             as_of: AsOf) -> ConversationRecord:
+    conversation, _ = fold(await conversation_events(svc, principal, conversation_id, as_of))
+    if conversation is None:
+        raise NotFound("conversation not found at that moment")
+    return conversation
+
+
+async def messages_as_of(svc: Services, principal: Principal, params: Mapping[str, str], as_of: AsOf) -> list[Any]:
+    """`GET /api/messages?conversationId=…&asOf=…`: the list's sort, limit, skip and fields, over the fold."""
+    if not params.get("conversationId"):
+        raise Invalid("asOf reads one conversation's messages: name it with conversationId", "conversationId")
+    fields = parse_fields(params, Message)
+    limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
+    sort_field = params.get("sortField") or MESSAGES.default_sort
+    if sort_field not in MESSAGES.sorts:
+        raise Invalid(f"sortField must be one of {sorted(MESSAGES.sorts)}", "sortField")
+    direction = (params.get("sortDirection") or "ASC").upper()
+    if direction not in ("ASC", "DESC"):
+        raise Invalid("sortDirection must be ASC or DESC", "sortDirection")
+    _, messages = fold(await conversation_events(svc, principal, parse_id(params["conversationId"]), as_of))
+    column = MESSAGES.sorts[sort_field]
+    ordered = sorted(messages.values(), key=lambda m: (getattr(m, column), m.id), reverse=direction == "DESC")
+    return project(ordered[skip:skip + limit] if limit else ordered[skip:], fields)
+
+
+class AuditEntry(msgspec.Struct, frozen=True, rename="camel"):
+    """One change in a conversation's life: where it stands in history, what, when, by whom."""
+
+    position: int
+    type: str
+    at: datetime
+    stream_id: uuid.UUID
+    actor: ev.Actor | None  # None where the event does not say (recorded before it did, or an API key's message)
+    data: Shape
+
+
+class AuditTrail(msgspec.Struct, frozen=True, rename="camel"):
+    conversation_id: uuid.UUID
+    entries: list[AuditEntry]
+    omitted: dict[str, int]  # events left out for want of a public shape, by type
+
+
+def actor_of(event: ev.Event, customer_id: uuid.UUID) -> ev.Actor | None:
+    """Who made the change: recorded on the event, or told by who sent, rated or reacted."""
+    if (actor := getattr(event, "actor", None)) is not None:
+        return actor
+    sender = getattr(event, "sender", None)
+    person = getattr(event, "person_id", None) or getattr(event, "operator_id", None)
+    if sender == "customer":
+        return ev.Actor("customer", person or customer_id)
+    return ev.Actor("operator", person) if sender == "operator" and person else None
+
+
+async def audit_trail(svc: Services, principal: Principal, conversation_id: uuid.UUID | None) -> AuditTrail:
+    records = await conversation_events(svc, principal, conversation_id)
+    conversation, _ = fold(records)
+    if conversation is None:
+        raise NotFound("conversation not found")
+    entries, omitted = [], {}
+    for recorded in records:
+        e, data = recorded.event, public_of(recorded.event)
+        if data is None:
+            omitted[type(e).__name__] = omitted.get(type(e).__name__, 0) + 1
+            continue
+        entries.append(AuditEntry(recorded.position, type(e).__name__, e.at, recorded.stream_id,
+                                  actor_of(e, conversation.customer_id), data))
+    return AuditTrail(conversation.id, entries, omitted)

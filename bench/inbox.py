@@ -125,9 +125,9 @@ def seed_events(store: EventStore, conversations: int, websites: int, rng: rando
     return Seeded(org.id, sites, operator.id, token)
 
 
-async def project(database_url: str, store: EventStore) -> None:
+async def project(database_url: str, store: EventStore, projections: tuple = (CoreProjection, InboxProjection)) -> None:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        for projection in (CoreProjection(), InboxProjection()):
+        for projection in (make() for make in projections):
             started = time.perf_counter()
             await ensure_tables(conn, projection)
             position = await current_position(conn, projection.name)

@@ -53,14 +53,23 @@ def _reserve(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pend
                    ev.NameReserved(org_id=org_id, at=now(), kind=kind, value=value, owner_id=owner))
 
 
-def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color: str | None) -> tuple[Created, str]:
-    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
-    if not VANITY.match(name):
-        raise Invalid("the vanity id is 2-63 characters of a-z, 0-9 and '-'", "name")
+def check_brand_color(brand_color: str | None) -> None:
     if brand_color is not None and not HEX_COLOR.match(brand_color):
         raise Invalid("brand color must look like #1a2b3c", "brandColor")
+
+
+def new_identity_secret() -> str:
+    return secrets.token_hex(32)
+
+
+def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color: str | None,
+                   name_field: str = "name") -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    if not VANITY.match(name):
+        raise Invalid("the vanity id is 2-63 characters of a-z, 0-9 and '-'", name_field)
+    check_brand_color(brand_color)
     website_id = new_id()
-    identity_secret = secrets.token_hex(32)
+    identity_secret = new_identity_secret()
     try:
         position = store.append(
             _reserve("website", name, org_id, website_id),
@@ -68,7 +77,7 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
                                                      brand_color=brand_color, identity_secret=identity_secret)),
         )
     except StreamConflict:
-        raise Conflict(f"the vanity id {name!r} is taken", "name") from None
+        raise Conflict(f"the vanity id {name!r} is taken", name_field) from None
     return Created(website_id, position), identity_secret
 
 
@@ -92,9 +101,10 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
     return Created(operator_id, position), token
 
 
-def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID) -> tuple[str, int]:
+def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
+                token_id: uuid.UUID | None = None) -> tuple[str, int]:
     token = "pt_" + secrets.token_urlsafe(32)
-    token_id = new_id()
+    token_id = token_id or new_id()
     position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
         org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token))))
     return token, position
@@ -113,8 +123,58 @@ def revoke_token(store: EventStore, org_id: uuid.UUID, token_id: uuid.UUID) -> i
                                 ev.OperatorTokenRevoked(org_id=org_id, at=now(), token_id=token_id)))
 
 
+def operator_by_email(store: EventStore, email: str) -> tuple[uuid.UUID, list]:
+    """The operator holding this e-mail address (its reservation names it), and its stream."""
+    reservation = store.load(name_stream("operator-email", email.strip().lower()))
+    if not reservation or not isinstance(reservation[0].event, ev.NameReserved):
+        raise NotFound("no operator has this e-mail address", "email")
+    operator_id = reservation[0].event.owner_id
+    return operator_id, store.load(operator_id)
+
+
+def memberships(history: list) -> set[uuid.UUID]:
+    """The organizations an operator belongs to, from its stream: the one it was created in, and those added."""
+    orgs: set[uuid.UUID] = set()
+    for recorded in history:
+        event = recorded.event
+        if isinstance(event, (ev.OperatorCreated, ev.OperatorOrgAdded)):
+            orgs.add(event.org_id)
+        elif isinstance(event, ev.OperatorOrgRemoved):
+            orgs.discard(event.org_id)
+    return orgs
+
+
+def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
+    """The operator also belongs to `org_id`; it keeps signing in as before (to the organization it was
+    created in), and the MCP consent page offers every organization it belongs to."""
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    operator_id, history = operator_by_email(store, email)
+    if org_id in memberships(history):
+        return Created(operator_id, store.org_position(org_id))
+    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgAdded(
+        org_id=org_id, at=now(), operator_id=operator_id))))
+
+
+def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
+    """Ends a membership added with `add_operator_org` (and so every MCP connection bound to it)."""
+    operator_id, history = operator_by_email(store, email)
+    if history[0].event.org_id == org_id:
+        raise Invalid("an operator cannot leave the organization it was created in", "org")
+    if org_id not in memberships(history):
+        raise NotFound("the operator is not a member of this organization", "org")
+    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgRemoved(
+        org_id=org_id, at=now(), operator_id=operator_id))))
+
+
+def revoke_operator_sessions(store: EventStore, email: str) -> Created:
+    """Ends every session of the operator: its access tokens and its MCP connections, in every organization."""
+    operator_id, history = operator_by_email(store, email)
+    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorSessionsRevoked(
+        org_id=history[0].event.org_id, at=now(), operator_id=operator_id))))
+
+
 def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], website_id: uuid.UUID | None,
-                   rate_per_minute: int | None) -> tuple[Created, str]:
+                   rate_per_minute: int | None, name: str | None = None) -> tuple[Created, str]:
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
     unknown = sorted(set(scopes) - ALL_SCOPES)
     if unknown or not scopes:
@@ -122,18 +182,20 @@ def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], webs
     if website_id is not None:
         load(store, website_id, ev.WebsiteCreated, org_id, "website")
     if rate_per_minute is not None and not 1 <= rate_per_minute <= MAX_RATE:
-        raise Invalid(f"the rate must be 1 to {MAX_RATE:,} requests per minute", "rate")
+        raise Invalid(f"the rate must be 1 to {MAX_RATE:,} requests per minute", "ratePerMinute")
     key_id = new_id()
     secret = "pk_" + secrets.token_urlsafe(32)
     position = store.append(Pending(key_id, 1, ev.ApiKeyCreated(
         org_id=org_id, at=now(), key_id=key_id, secret_hash=hash_secret(secret), scopes=sorted(set(scopes)),
-        website_id=website_id, rate_per_minute=rate_per_minute)))
+        website_id=website_id, rate_per_minute=rate_per_minute, name=name)))
     return Created(key_id, position), secret
 
 
-def revoke_api_key(store: EventStore, key_id: uuid.UUID) -> Created:
-    history = store.load(key_id)
-    if not history or not isinstance(history[0].event, ev.ApiKeyCreated):
+def revoke_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None = None) -> Created:
+    """Revokes a key (again: nothing new); with `org_id`, another organization's key reads as missing."""
+    history = store.load(key_id) if key_id else []
+    if (not history or not isinstance(history[0].event, ev.ApiKeyCreated)
+            or org_id not in (None, history[0].event.org_id)):
         raise NotFound("API key not found", "id")
     org_id = history[0].event.org_id
     if any(isinstance(r.event, ev.ApiKeyRevoked) for r in history):

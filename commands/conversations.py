@@ -37,13 +37,14 @@ def create_conversation(store: EventStore, principal: Principal, body: Conversat
     conversation_id = new_id()
     position = store.append(Pending(conversation_id, 1, ev.ConversationCreated(
         org_id=principal.org_id, at=now(), conversation_id=conversation_id, website_id=website_id,
-        customer_id=customer.created.customer_id, operator_only=body.operator_only)))
+        customer_id=customer.created.customer_id, operator_only=body.operator_only, actor=principal.actor)))
     return Created(conversation_id, position)
 
 
-class ConversationFlags(msgspec.Struct, forbid_unknown_fields=True):
+class ConversationFlags(msgspec.Struct, forbid_unknown_fields=True, rename={"agent_paused": "agentPaused"}):
     resolved: bool | None = None
     spam: bool | None = None
+    agent_paused: bool | None = None  # pauses or resumes the website's AI agent in this conversation
 
 
 def current_flags(conversation: Entity[ev.ConversationCreated]) -> dict[str, bool]:
@@ -64,14 +65,19 @@ def update_flags(store: EventStore, principal: Principal, conversation_id: uuid.
     while True:
         conversation = load_conversation(store, principal, conversation_id)
         flags = current_flags(conversation)
-        changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not None and flags[k] != v}
+        asked = {k: getattr(body, k) for k in flags}
+        changes = {k: v for k, v in asked.items() if v is not None and flags[k] != v}
+        if body.agent_paused is not None:
+            # Recorded each time it is given: an operator's reply also pauses the agent, without an event
+            # of its own on this stream, so the fold here cannot tell whether it is paused already.
+            changes["agent_paused"] = body.agent_paused
         if not changes:
             return Created(conversation.created.conversation_id, store.org_position(principal.org_id))
         try:
             position = store.append(Pending(conversation.created.conversation_id, conversation.version + 1,
                                             ev.ConversationUpdated(org_id=principal.org_id, at=now(),
                                                                    conversation_id=conversation.created.conversation_id,
-                                                                   **changes)))
+                                                                   actor=principal.actor, **changes)))
         except StreamConflict:
             continue
         return Created(conversation.created.conversation_id, position)

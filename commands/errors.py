@@ -6,6 +6,7 @@ from __future__ import annotations
 class CommandError(Exception):
     status = 400
     title = "Bad Request"
+    extensions: dict[str, str] = {}  # extra members of the problem (RFC 9457), such as a record's current state
 
     def __init__(self, detail: str, field: str | None = None):
         super().__init__(detail)

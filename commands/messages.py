@@ -95,5 +95,5 @@ def mark_read(store: EventStore, principal: Principal, message_id: uuid.UUID | N
         return Created(message.created.message_id, store.org_position(principal.org_id))
     position = store.append(Pending(message.created.message_id, message.version + 1, ev.MessageRead(
         org_id=principal.org_id, at=now(), message_id=message.created.message_id,
-        conversation_id=message.created.conversation_id)))
+        conversation_id=message.created.conversation_id, actor=principal.actor)))
     return Created(message.created.message_id, position)

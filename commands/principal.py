@@ -6,8 +6,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
+from events.types import Actor
+
 ALL_SCOPES = frozenset({
-    "conversations:read", "customers:read", "customers:write", "documents:read",
+    "conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
     "messages:read", "messages:write", "websites:read",
 })
 
@@ -29,3 +31,10 @@ class Principal:
     @property
     def is_operator(self) -> bool:
         return self.kind == "operator"
+
+    @property
+    def actor(self) -> Actor:
+        """Who the audit trail names for a change made with this credential."""
+        if self.kind == "chat":
+            return Actor("customer", self.customer_id)
+        return Actor("operator", self.operator_id) if self.is_operator else Actor("apikey", self.credential_id)

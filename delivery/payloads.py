@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from events import types as ev
-from readapi.collections import Conversation, Customer, new_message
+from readapi.collections import ConversationRecord, Customer, new_message
 
 
 class Envelope(msgspec.Struct):
@@ -25,9 +25,11 @@ def customer_data(e: ev.CustomerCreated) -> Customer:
                     language=e.language, user_id=e.user_id, created_at=e.at, updated_at=e.at)
 
 
-def conversation_data(e: ev.ConversationCreated) -> Conversation:
-    return Conversation(id=e.conversation_id, website_id=e.website_id, customer_id=e.customer_id, created_at=e.at,
-                        last_edit_time=e.at, resolved=False, spam=False, operator_only=e.operator_only)
+def conversation_data(e: ev.ConversationCreated) -> ConversationRecord:
+    return ConversationRecord(id=e.conversation_id, website_id=e.website_id, customer_id=e.customer_id,
+                              created_at=e.at, last_edit_time=e.at, resolved=False, spam=False,
+                              operator_only=e.operator_only, agent_paused=False,
+                              metadata=e.metadata)
 
 
 def webhook_event(event: ev.Event, private_conversation: bool) -> tuple[str, bytes] | None:

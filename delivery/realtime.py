@@ -7,6 +7,10 @@ own stream). Every frame carries the event's position as its SSE `id`. A client 
 wiped NATS loses nothing) while live events are buffered, and a channel drops any position it already
 sent, so nothing is lost and nothing is repeated.
 
+Live frames (the AI agent's streamed text, its typing, the actions it offers) are not events: a worker
+publishes them on the stream's `live` subject of NATS (`live_subject`), each hub pushes them to the
+channels they are for as they come, without an SSE `id`, and nothing replays them.
+
 What a visitor may see is decided here, once, for every push: their own conversations that are not
 operator-only, messages that are not internal notes, and an id-only `MESSAGE_UPDATED_EVENT` after the
 team reacts to one of those messages.
@@ -18,6 +22,7 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import AsyncIterator, Callable, Literal, NamedTuple
@@ -62,6 +67,28 @@ class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
     conversation_id: uuid.UUID
     resolved: bool | None = None
     spam: bool | None = None
+    agent_paused: bool | None = None
+    agent_pause_reason: str | None = None  # why the agent handed the conversation to the team
+    handoff: bool = False
+
+
+class LiveFrame(msgspec.Struct):
+    """A frame for open channels only, published by a worker: to the organization's operators and, when
+    `customer_id` is set, to that visitor."""
+
+    org_id: uuid.UUID
+    customer_id: uuid.UUID | None
+    operators: bool
+    event: str
+    data: msgspec.Raw
+
+
+def live_subject(stream_name: str) -> str:
+    """A plain NATS subject beside the JetStream stream's own (which it does not match)."""
+    return f"{stream.subject_of(stream_name)}.live"
+
+
+_live_decoder = msgspec.json.Decoder(LiveFrame)
 
 
 class ConversationFacts(NamedTuple):
@@ -79,9 +106,10 @@ def operator_frame(recorded: Recorded) -> bytes | None:
     e, at = recorded.event, recorded.position
     if isinstance(e, ev.ConversationCreated):
         return frame(at, "conversation.created", Conversation(
-            e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False, False, e.operator_only))
+            e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False, False, e.operator_only, False))
     if isinstance(e, ev.ConversationUpdated):
-        return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam))
+        return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam,
+                                                                    e.agent_paused, e.agent_pause_reason, e.handoff))
     if isinstance(e, ev.MessageCreated):
         return frame(at, "message.created", new_message(e))
     if isinstance(e, ev.MessageRated):
@@ -121,11 +149,28 @@ class Hub:
         self.visitor_orgs: dict[uuid.UUID, int] = defaultdict(int)
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
         self.closed = False  # set when the server stops serving: no channel may hold it open
+        self._moved: asyncio.Future | None = None  # done once the position moves on (see `wait_past`)
 
     async def start(self) -> list[asyncio.Task]:
         self.position = await asyncio.to_thread(self.store.head)
         return [asyncio.create_task(self.run(), name="realtime-hub"),
-                asyncio.create_task(self._keepalive(), name="realtime-keepalive")]
+                asyncio.create_task(self._keepalive(), name="realtime-keepalive"),
+                asyncio.create_task(self._live_frames(), name="realtime-live")]
+
+    async def _live_frames(self) -> None:
+        """Follows the live frames workers publish, on a plain NATS subscription that the client renews
+        after every reconnection; while NATS is away they are lost, as live frames may be."""
+        while True:
+            try:
+                nc = await stream.connect(self.nats_url)
+            except Exception:  # NATS is down: the log's events still come from the store meanwhile
+                await asyncio.sleep(1.0)
+                continue
+            try:
+                await nc.subscribe(live_subject(self.stream), cb=self._live)
+                await asyncio.Future()  # until cancelled: the client reconnects by itself
+            finally:
+                await nc.close()
 
     async def _keepalive(self) -> None:
         """A comment on every channel now and then, so proxies keep idle streams open."""
@@ -167,6 +212,7 @@ class Hub:
 
     def close_all(self) -> None:
         self.closed = True
+        self._advanced()
         for index in (self.operators, self.visitors):
             for members in list(index.values()):
                 for channel in list(members):
@@ -190,8 +236,10 @@ class Hub:
                         yield b"".join(out)
                     return
                 position, data = item
-                if position > channel.last_sent or data is KEEPALIVE:
-                    channel.last_sent = max(channel.last_sent, position)
+                if position == 0:  # a keep-alive or a live frame: not in the log, never a duplicate
+                    out.append(data)
+                elif position > channel.last_sent:
+                    channel.last_sent = position
                     out.append(data)
             if out:
                 yield b"".join(out)
@@ -211,6 +259,23 @@ class Hub:
             return operator_frame(recorded)
         found = await self.visitor_frame(recorded, lambda customer: customer == channel.customer_id)
         return found[1] if found and found[0] == channel.customer_id else None
+
+    async def wait_past(self, position: int, timeout: float) -> None:
+        """Returns once the hub has seen an event past `position` (the events API's `follow` then reads the
+        store again), once the server stops serving, or after `timeout`."""
+        if self.position > position or self.closed:
+            return
+        if self._moved is None:
+            self._moved = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._moved), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def _advanced(self) -> None:
+        if self._moved is not None:
+            self._moved.set_result(None)
+            self._moved = None
 
     # --- what a visitor may see
 
@@ -262,6 +327,19 @@ class Hub:
             if found and found[0] in self.visitors:
                 self._deliver(self.visitors[found[0]], recorded.position, found[1])
         self.position = recorded.position
+        self._advanced()
+
+    async def _live(self, msg) -> None:
+        try:
+            live = _live_decoder.decode(msg.data)
+        except msgspec.DecodeError:
+            log.warning("dropped a malformed live frame")
+            return
+        data = b"event: %s\ndata: %s\n\n" % (live.event.encode(), bytes(live.data))
+        if live.operators and (operators := self.operators.get(live.org_id)):
+            self._deliver(operators, 0, data)
+        if live.customer_id is not None and (visitors := self.visitors.get(live.customer_id)):
+            self._deliver(visitors, 0, data)
 
     def _deliver(self, channels: set[Channel], position: int, data: bytes) -> None:
         for channel in list(channels):
@@ -270,45 +348,25 @@ class Hub:
                 self.close(channel)
 
     async def run(self) -> None:
+        """Fans the log out as a `stream.Tail` brings it: from the stream, or from the store while NATS is
+        down, so channels go on receiving events through an outage. With nobody listening, a message is
+        not even decoded (a channel opened later replays from the store)."""
         while True:
+            tail = stream.Tail(self.store, self.nats_url, self.stream, name="realtime hub",
+                               wanted=lambda: bool(self.operators or self.visitor_orgs))
             try:
-                await self._follow()
+                async with aclosing(tail.batches(self.position)) as batches:
+                    async for batch in batches:
+                        for recorded in batch:
+                            await self.dispatch(recorded)
+                        if tail.position > self.position:  # events passed over, with nobody to tell
+                            self.position = tail.position
+                            self._advanced()
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("realtime hub lost the stream; resuming from position %s", self.position)
+                log.exception("realtime hub failed; resuming from position %s", self.position)
                 await asyncio.sleep(0.5)
-
-    async def _catch_up(self, until: int) -> None:
-        """Fans out what the stream skipped (a wiped or trimmed stream) from the store."""
-        while self.position < until:
-            batch = await asyncio.to_thread(self.store.read, self.position, REPLAY_BATCH, until)
-            if not batch:
-                return
-            for recorded in batch:
-                await self.dispatch(recorded)
-
-    async def _follow(self) -> None:
-        nc = await stream.connect(self.nats_url)
-        try:
-            js = nc.jetstream()
-            sub, inbox = await stream.follow(js, self.stream, self.position)
-            try:
-                while True:
-                    msg = await inbox.get()
-                    at = stream.position_of(msg)
-                    if at <= self.position:
-                        continue
-                    if not self.operators and not self.visitor_orgs:
-                        self.position = at  # nobody to tell: not even decoded (a new stream replays from the store)
-                        continue
-                    await self._catch_up(stream.previous_of(msg))
-                    if at > self.position:
-                        await self.dispatch(stream.recorded_of(msg))
-            finally:
-                await sub.unsubscribe()
-        finally:
-            await nc.close()
 
 
 PRESENCE_DDL = """

@@ -214,8 +214,8 @@ class Appender:
         self.conn = conn
 
     @classmethod
-    async def connect(cls, database_url: str) -> "Appender":
-        appender = cls(await psycopg.AsyncConnection.connect(database_url, autocommit=True))
+    async def connect(cls, database_url: str, timeout: int = 5) -> "Appender":
+        appender = cls(await psycopg.AsyncConnection.connect(database_url, autocommit=True, connect_timeout=timeout))
         query = APPEND.replace("%s", "$1").encode()
         try:
             appender._check(await appender._exchange(lambda pgconn: pgconn.send_prepare(cls.STATEMENT, query)),
@@ -268,7 +268,12 @@ class Appender:
                 raise psycopg.errors.error_from_result(result, encoding=self.conn.info.encoding)
 
 
-def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
+# libpq's connect_timeout counts whole seconds and treats anything below 2 as 2.
+def connect_timeout(wait_seconds: float) -> int:
+    return max(2, round(wait_seconds))
+
+
+def datastore_for(database_url: str, pool_size: int, wait_seconds: float = 5.0) -> PostgresDatastore:
     parts = urlsplit(database_url)
     return PostgresDatastore(
         dbname=parts.path.lstrip("/") or "postgres",
@@ -279,19 +284,23 @@ def datastore_for(database_url: str, pool_size: int) -> PostgresDatastore:
         pool_size=pool_size,
         max_overflow=pool_size,
         max_waiting=0,
+        connect_timeout=wait_seconds,  # the library's name for how long a checkout waits for a connection
     )
 
 
 class EventStore:
     """Appends and loads streams; reads the log in order. Synchronous for commands that run on a worker
-    thread, asynchronous (`*_async`, after `open_async` in the running loop) for those on the event loop."""
+    thread, asynchronous (`*_async`, after `open_async` in the running loop) for those on the event loop.
+    `wait_seconds` bounds how long any of them waits for a connection while PostgreSQL is unreachable:
+    then they raise (psycopg's OperationalError, or the library's) instead of hanging."""
 
-    def __init__(self, database_url: str, *, pool_size: int = 8):
+    def __init__(self, database_url: str, *, pool_size: int = 8, wait_seconds: float = 5.0):
         self.database_url = database_url
+        self.wait_seconds = wait_seconds
         self._lock = threading.Condition()
         self._queue: list[_Append] = []
         self._writing = False
-        self.datastore = datastore_for(database_url, pool_size)
+        self.datastore = datastore_for(database_url, pool_size, wait_seconds)
         self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         self.recorder.create_table()
         with self.datastore.transaction(commit=True) as curs:
@@ -366,7 +375,9 @@ class EventStore:
 
     async def open_async(self, pool_size: int = 4) -> None:
         self._pool = AsyncConnectionPool(self.database_url, min_size=1, max_size=pool_size,
-                                         kwargs={"autocommit": True}, open=False)
+                                         timeout=self.wait_seconds, open=False,
+                                         kwargs={"autocommit": True,
+                                                 "connect_timeout": connect_timeout(self.wait_seconds)})
         await self._pool.open(wait=True)
 
     async def close_async(self) -> None:
@@ -407,7 +418,7 @@ class EventStore:
         """The writer task's own connection, opened again once lost: one task writes, one batch at a
         time, so a pool's checkout and return around every batch bought nothing."""
         if self._appender is None or self._appender.conn.closed:
-            self._appender = await Appender.connect(self.database_url)
+            self._appender = await Appender.connect(self.database_url, connect_timeout(self.wait_seconds))
         return self._appender
 
     async def _write_async(self, batch: list[_Append]) -> None:

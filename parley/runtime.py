@@ -19,11 +19,16 @@ from typing import Any, Callable
 
 from psycopg_pool import AsyncConnectionPool
 
+from delivery.campaigns import run_sender
+from delivery.agent import run_worker as run_agent_worker
 from delivery.webhooks import run_dispatcher
-from events.store import EventStore
+from events.store import EventStore, connect_timeout
 from events.stream import Relay
-from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive
+from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
 from parley.settings import Settings
+from projections.campaigns import CampaignsProjection
+from projections.activity import ActivityProjection
+from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
@@ -35,14 +40,29 @@ from projections.webhooks import WebhookProjection
 
 log = logging.getLogger("parley")
 
+SUPERVISE_SECONDS = 0.2  # how often the embedded servers are checked
+# An embedded server that exits is started again after 0.25, 0.5, 1, 2, 4 s (about 8 s in all, plus its
+# start-up each time); one that still does not start means something outside us is wrong (a full disk,
+# a damaged data directory): the service exits, naming it, for an outer supervisor and a person to see.
+RESTART_ATTEMPTS = 5
+FIRST_RESTART_DELAY = 0.25
+STOP_SECONDS = 3.0  # the most `Runtime.stop` waits for its tasks and connections
+
+
+class EmbeddedServerLost(Exception):
+    """An embedded server exited and could not be started again."""
+
 # Every read model, by the name `parley projections rebuild NAME` takes.
 PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "core": lambda settings: CoreProjection(),
     "chat": lambda settings: ChatProjection(),
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
+    "activity": lambda settings: ActivityProjection(),
     "webhooks": lambda settings: WebhookProjection(),
+    "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
+    "campaigns": lambda settings: CampaignsProjection(),
     "search": SearchProjection,
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
@@ -51,6 +71,8 @@ RUNS_ALONE = ("search",)
 # Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": run_dispatcher,
+    "campaigns": run_sender,
+    "agent": run_agent_worker,
 }
 
 
@@ -95,6 +117,42 @@ class Infrastructure:
             "database_url": self.database_url, "nats_url": self.nats_url,
         }))
 
+    async def supervise(self) -> None:
+        """Starts again, on the same port, an embedded server that exits (a crash, a kill -9): everything
+        that used it reconnects to the same URL by itself. Raises `EmbeddedServerLost` when one cannot be
+        brought back."""
+        while True:
+            await asyncio.sleep(SUPERVISE_SECONDS)
+            for server in self.started:
+                if (code := server.exited()) is not None:
+                    await self._restart(server, code)
+
+    async def _restart(self, server, code: int) -> None:
+        log.error("the embedded %s (pid %s) exited with %s; restarting it on port %s", server.what,
+                  server.proc.pid, code, server.port)
+        kill_group(server.proc.pid)  # what it left behind would hold its resources
+        delay, failure = FIRST_RESTART_DELAY, ""
+        for attempt in range(1, RESTART_ATTEMPTS + 1):
+            await asyncio.sleep(delay)
+            try:
+                await asyncio.to_thread(server.start)
+            except Exception as exc:  # noqa: BLE001 - reported, then tried again
+                failure = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                log.warning("restart %d of the embedded %s failed: %s", attempt, server.what, failure)
+                delay *= 2
+                continue
+            log.warning("the embedded %s is back (pid %s, port %s)", server.what, server.proc.pid, server.port)
+            return
+        raise EmbeddedServerLost(f"the embedded {server.what} exited with {code} and could not be restarted "
+                                 f"({RESTART_ATTEMPTS} attempts; the last: {failure}); see its log under "
+                                 f"{server.root}")
+
+    def kill(self) -> None:
+        """The last resort of a stop that overran its time: no embedded server outlives us."""
+        for server in self.started:
+            if server.proc is not None:
+                kill_group(server.proc.pid)
+
     def stop(self) -> None:
         path = server_file(self.settings.data_dir)
         if path.exists() and json.loads(path.read_text()).get("pid") == os.getpid():
@@ -129,7 +187,8 @@ class Runtime:
         self.settings = settings
         self.database_url = database_url
         self.nats_url = nats_url
-        self.store = EventStore(database_url, pool_size=max(4, settings.db_pool_size // 2))
+        self.store = EventStore(database_url, pool_size=max(4, settings.db_pool_size // 2),
+                                wait_seconds=settings.database_wait_seconds)
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
         self.tasks: list[asyncio.Task] = []
         self.pool: AsyncConnectionPool | None = None
@@ -161,11 +220,13 @@ class Runtime:
         from delivery.realtime import start_realtime
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
-        from readapi.documents import cursor_key
+        from readapi.cursors import cursor_key
         from readapi.services import Services
 
+        wait = self.settings.database_wait_seconds  # a request never waits longer for a connection: 503
         self.pool = AsyncConnectionPool(self.database_url, min_size=2, max_size=self.settings.db_pool_size,
-                                        kwargs={"autocommit": True}, open=False)
+                                        timeout=wait, open=False,
+                                        kwargs={"autocommit": True, "connect_timeout": connect_timeout(wait)})
         await self.pool.open(wait=True)
         await self.store.open_async()
         async with self.pool.connection() as conn:
@@ -173,7 +234,7 @@ class Runtime:
             await cursor_key(conn)
         watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()
-        self.services = Services(self.settings, self.store, self.pool, watch)
+        self.services = Services(self.settings, self.store, self.pool, watch, self.nats_url)
         realtime, tasks = await start_realtime(self)
         self.services.extras["realtime"] = realtime
         self.tasks.extend(tasks)
@@ -183,12 +244,18 @@ class Runtime:
         return create_app(self.services)
 
     async def stop(self) -> None:
+        """Stops the tasks and closes the connections, within STOP_SECONDS whatever state PostgreSQL and
+        NATS are in (a task stuck on a dead connection is left behind: the process is exiting)."""
         for task in self.tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        if self.services:
-            await self.services.watch.stop()
-        if self.pool:
-            await self.pool.close()
-        await self.store.close_async()
-        self.store.close()
+        try:
+            async with asyncio.timeout(STOP_SECONDS):
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+                if self.services:
+                    await self.services.watch.stop()
+                if self.pool:
+                    await self.pool.close(timeout=1.0)
+                await self.store.close_async()
+                await asyncio.to_thread(self.store.close)
+        except TimeoutError:
+            log.warning("stopping overran %s s; leaving the rest to the process's exit", STOP_SECONDS)

@@ -24,6 +24,7 @@ class Settings(msgspec.Struct, kw_only=True):
     log_level: str = "INFO"
     embedded_fsync: bool = True
     read_wait_seconds: float = 2.0
+    database_wait_seconds: Annotated[float, msgspec.Meta(gt=0)] = 2.0
     max_body_bytes: int = 1_048_576
     keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] = 75.0
     db_pool_size: int = 10
@@ -41,6 +42,16 @@ class Settings(msgspec.Struct, kw_only=True):
     webhook_retry_window_seconds: Annotated[float, msgspec.Meta(ge=0)] = 100_800.0
     webhook_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 200
     webhook_endpoint_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 4
+    campaign_batch_size: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    public_url: str = ""
+    mcp_allowed_hosts: str = ""
+    mcp_allowed_origins: str = ""
+    agent_first_event_seconds: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    agent_idle_seconds: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    agent_run_seconds: Annotated[float, msgspec.Meta(gt=0)] = 120.0
+    agent_retry_attempts: Annotated[int, msgspec.Meta(ge=1)] = 4
+    agent_retry_base_seconds: Annotated[float, msgspec.Meta(gt=0)] = 1.0
+    agent_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 100
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -60,6 +71,9 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_LOG_LEVEL": ("log_level", "logging level (default INFO)"),
     "PARLEY_EMBEDDED_FSYNC": ("embedded_fsync", "0 turns off fsync in the embedded PostgreSQL (tests only)"),
     "PARLEY_READ_WAIT_SECONDS": ("read_wait_seconds", "longest a read waits for its writer's position (default 2)"),
+    "PARLEY_DATABASE_WAIT_SECONDS": ("database_wait_seconds",
+                                     "longest a request waits for PostgreSQL before it answers 503 with Retry-After "
+                                     "(default 2)"),
     "PARLEY_MAX_BODY_BYTES": ("max_body_bytes", "largest accepted request body (default 1 MiB)"),
     "PARLEY_KEEP_ALIVE_SECONDS": ("keep_alive_seconds", "how long an idle HTTP connection stays open (default 75: longer "
                                   "than clients' and load balancers' idle timeouts, so that the server does not close a "
@@ -87,6 +101,20 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_WEBHOOK_RETRY_WINDOW_SECONDS": ("webhook_retry_window_seconds", "how long a failing webhook delivery keeps being retried (default 100800: 28 h)"),
     "PARLEY_WEBHOOK_CONCURRENCY": ("webhook_concurrency", "webhook deliveries in flight per worker process (default 200)"),
     "PARLEY_WEBHOOK_ENDPOINT_CONCURRENCY": ("webhook_endpoint_concurrency", "webhook deliveries in flight per subscription and worker process (default 4)"),
+    "PARLEY_CAMPAIGN_BATCH_SIZE": ("campaign_batch_size", "recipients a campaign sends to per append (default 100, at most "
+                                   "1000): larger batches send faster but hold the event store's write lock longer"),
+    "PARLEY_PUBLIC_URL": ("public_url", "the service's external base URL (scheme, host, port), which names the "
+                          "OAuth issuer and the MCP resource {base_url}/mcp; default: the address it listens on"),
+    "PARLEY_MCP_ALLOWED_HOSTS": ("mcp_allowed_hosts", "comma-separated Host values /mcp accepts (host:port, "
+                                 "host:* for any port; default: the public URL's and loopback's)"),
+    "PARLEY_MCP_ALLOWED_ORIGINS": ("mcp_allowed_origins", "comma-separated Origin values /mcp accepts from browsers "
+                                   "(default: the public URL's and loopback's)"),
+    "PARLEY_AGENT_FIRST_EVENT_SECONDS": ("agent_first_event_seconds", "time limit from calling a website's AI agent to its first AG-UI event (default 10)"),
+    "PARLEY_AGENT_IDLE_SECONDS": ("agent_idle_seconds", "time limit between two events of an AI agent's answer (default 30)"),
+    "PARLEY_AGENT_RUN_SECONDS": ("agent_run_seconds", "time limit of one whole AI agent run (default 120); a run whose worker died is run again this long (plus 5 s) after it started"),
+    "PARLEY_AGENT_RETRY_ATTEMPTS": ("agent_retry_attempts", "calls of an AI agent that fails before answering (refused connection, DNS, 5xx, 429) before the run fails (default 4)"),
+    "PARLEY_AGENT_RETRY_BASE_SECONDS": ("agent_retry_base_seconds", "first delay before calling a failing AI agent again, doubled per attempt, with jitter (default 1)"),
+    "PARLEY_AGENT_CONCURRENCY": ("agent_concurrency", "AI agent runs in flight per worker process (default 100)"),
 }
 
 

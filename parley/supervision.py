@@ -1,4 +1,4 @@
-"""Background loops that outlive infrastructure hiccups (a database restart, a NATS reconnect)."""
+"""Background loops that outlive infrastructure hiccups (a database restart, a NATS outage)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,28 @@ import logging
 from typing import Awaitable, Callable
 
 RESTART_DELAY = 0.5
+MAX_RESTART_DELAY = 2.0  # a loop is back within this long of its dependency's return
+HEALTHY_RUN_SECONDS = 10.0  # a run that lasted this long was not part of the same outage
 
 
 async def keep_running(what: str, run_once: Callable[[], Awaitable[None]], log: logging.Logger) -> None:
-    """Runs `run_once` until cancelled, starting it again after any error; each start resumes from
-    state kept in PostgreSQL, so a restart loses nothing."""
+    """Runs `run_once` until cancelled, starting it again after any error, with a delay that doubles up
+    to MAX_RESTART_DELAY while it keeps failing; each start resumes from state kept in PostgreSQL, so a
+    restart loses nothing. An outage is logged with its traceback once, then on the 2nd, 4th, 8th...
+    failure in a row, not on every retry."""
+    loop = asyncio.get_running_loop()
+    failures = 0
     while True:
+        started = loop.time()
         try:
             await run_once()
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("%s failed; restarting", what)
-            await asyncio.sleep(RESTART_DELAY)
+        except Exception as exc:
+            failures = 1 if loop.time() - started >= HEALTHY_RUN_SECONDS else failures + 1
+            if failures == 1:
+                log.exception("%s failed; restarting", what)
+            elif failures & (failures - 1) == 0:
+                log.warning("%s failed %d times in a row (%s: %s); still retrying", what, failures,
+                            type(exc).__name__, exc)
+            await asyncio.sleep(min(MAX_RESTART_DELAY, RESTART_DELAY * 2 ** (failures - 1)))

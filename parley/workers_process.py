@@ -18,11 +18,11 @@ import msgspec
 import uvloop
 
 from parley.settings import Settings
-from parley.supervision import RESTART_DELAY
+from parley.supervision import MAX_RESTART_DELAY, RESTART_DELAY
 
 log = logging.getLogger("parley.workers")
 
-STOP_TIMEOUT = 10.0
+STOP_TIMEOUT = 4.0  # within `parley serve`'s 10 s to stop
 PARENT_CHECK_SECONDS = 0.5
 
 
@@ -49,22 +49,37 @@ class WorkersProcess:
                 raise RuntimeError(f"the workers process exited with {self._process.exitcode} while starting")
 
     async def supervise(self) -> None:
-        """Restarts the child whenever it dies (its state lives in PostgreSQL, so nothing is lost)."""
+        """Restarts the child whenever it dies (its state lives in PostgreSQL, so nothing is lost), again
+        and again while it cannot start (PostgreSQL down, say), with a growing delay."""
         while True:
-            assert self._process is not None
-            exited = asyncio.get_running_loop().create_future()
-            loop = asyncio.get_running_loop()
-            loop.add_reader(self._process.sentinel, lambda: exited.done() or exited.set_result(None))
-            try:
-                await exited
-            finally:
-                loop.remove_reader(self._process.sentinel)
+            await self._exited()
             if self._stopping:
                 return
             log.error("the workers process exited with %s; restarting it", self._process.exitcode)
-            await asyncio.sleep(RESTART_DELAY)
-            self.start()
-            await self.ready()
+            delay = RESTART_DELAY
+            while True:
+                await asyncio.sleep(delay)
+                self.start()
+                try:
+                    await self.ready()
+                    break
+                except RuntimeError as exc:
+                    log.warning("%s; trying again", exc)
+                    delay = min(MAX_RESTART_DELAY, delay * 2)
+
+    async def _exited(self) -> None:
+        assert self._process is not None
+        loop = asyncio.get_running_loop()
+        exited = loop.create_future()
+        loop.add_reader(self._process.sentinel, lambda: exited.done() or exited.set_result(None))
+        try:
+            await exited
+        finally:
+            loop.remove_reader(self._process.sentinel)
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
 
     def stop(self) -> None:
         self._stopping = True

@@ -11,7 +11,8 @@ from events.store import CREDENTIAL_GENERATION
 from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
-    "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_api_keys",
+    "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
+    "rm_operator_revocations", "rm_api_keys",
     "rm_customers", "rm_conversations", "rm_messages",
 )
 
@@ -22,16 +23,26 @@ CREATE TABLE IF NOT EXISTS rm_websites (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, name text NOT NULL UNIQUE, brand_color text,
     identity_secret text NOT NULL, created_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_websites_org ON rm_websites (org_id, id);
+-- Columns later versions added: a read model made by an earlier one gains them (and replays nothing).
+ALTER TABLE rm_websites ADD COLUMN IF NOT EXISTS allowed_origins text[] NOT NULL DEFAULT '{}';
 CREATE TABLE IF NOT EXISTS rm_operators (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, email text NOT NULL UNIQUE, password_hash text NOT NULL,
     created_at timestamptz NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_operator_tokens (
     token_hash text PRIMARY KEY, token_id uuid NOT NULL UNIQUE, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     revoked boolean NOT NULL DEFAULT false);
+-- The organizations an operator joined besides the one it was created in (`rm_operators.org_id`).
+CREATE TABLE IF NOT EXISTS rm_operator_orgs (
+    operator_id uuid NOT NULL, org_id uuid NOT NULL, PRIMARY KEY (operator_id, org_id));
+-- Sessions (MCP connections included) issued before `revoked_before` are over.
+CREATE TABLE IF NOT EXISTS rm_operator_revocations (
+    operator_id uuid PRIMARY KEY, revoked_before timestamptz NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_api_keys (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, secret_hash text NOT NULL UNIQUE, scopes text[] NOT NULL,
     website_id uuid, rate_per_minute integer, revoked boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL);
+ALTER TABLE rm_api_keys ADD COLUMN IF NOT EXISTS name text;
+CREATE INDEX IF NOT EXISTS rm_api_keys_org ON rm_api_keys (org_id, id);
 CREATE TABLE IF NOT EXISTS rm_customers (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, email text, nickname text, phone text,
     language text, user_id text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL);
@@ -43,18 +54,36 @@ CREATE TABLE IF NOT EXISTS rm_conversations (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
     created_at timestamptz NOT NULL, last_edit_time timestamptz NOT NULL,
     resolved boolean NOT NULL DEFAULT false, spam boolean NOT NULL DEFAULT false,
-    operator_only boolean NOT NULL DEFAULT false);
+    operator_only boolean NOT NULL DEFAULT false, agent_paused boolean NOT NULL DEFAULT false);
 -- The list's default order, newest first, for the whole organization and for one website: each index
 -- gives it without a sort, however many conversations the organization has.
 CREATE INDEX IF NOT EXISTS rm_conversations_recent ON rm_conversations (org_id, last_edit_time DESC, id DESC);
 CREATE INDEX IF NOT EXISTS rm_conversations_website_recent
     ON rm_conversations (org_id, website_id, last_edit_time DESC, id DESC);
 CREATE INDEX IF NOT EXISTS rm_conversations_customer ON rm_conversations (org_id, customer_id);
+ALTER TABLE rm_conversations ADD COLUMN IF NOT EXISTS metadata jsonb NOT NULL DEFAULT '{}';
 CREATE TABLE IF NOT EXISTS rm_messages (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, conversation_id uuid NOT NULL,
     content text NOT NULL, sender text NOT NULL, reply_to uuid, internal boolean NOT NULL DEFAULT false,
     operator_id uuid, creation_time timestamptz NOT NULL, rating text, rating_time timestamptz,
-    reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz);
+    reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz, campaign_id uuid,
+    author text, incomplete boolean NOT NULL DEFAULT false);
+-- A table made by an earlier version lacks the columns; checked first, since ALTER TABLE locks the table even
+-- when the column is there.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_messages' AND column_name = 'campaign_id') THEN
+        ALTER TABLE rm_messages ADD COLUMN campaign_id uuid;
+    END IF;
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_messages' AND column_name = 'author') THEN
+        ALTER TABLE rm_messages ADD COLUMN author text, ADD COLUMN incomplete boolean NOT NULL DEFAULT false;
+    END IF;
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_conversations' AND column_name = 'agent_paused') THEN
+        ALTER TABLE rm_conversations ADD COLUMN agent_paused boolean NOT NULL DEFAULT false;
+    END IF;
+END $$;
 -- A conversation's messages are always read within their organization: with the organization first,
 -- the index matches the whole filter and the order, so the planner takes it even before statistics exist.
 CREATE INDEX IF NOT EXISTS rm_messages_org_conversation ON rm_messages (org_id, conversation_id, creation_time, id);
@@ -81,6 +110,15 @@ async def _website(conn, e: ev.WebsiteCreated) -> None:
         (e.website_id, e.org_id, e.name, e.brand_color, e.identity_secret, e.at))
 
 
+async def _website_updated(conn, e: ev.WebsiteUpdated) -> None:
+    await conn.execute("UPDATE rm_websites SET brand_color = %s, allowed_origins = %s WHERE id = %s",
+                       (e.brand_color, e.allowed_origins, e.website_id))
+
+
+async def _identity_secret_rotated(conn, e: ev.WebsiteIdentitySecretRotated) -> None:
+    await conn.execute("UPDATE rm_websites SET identity_secret = %s WHERE id = %s", (e.identity_secret, e.website_id))
+
+
 async def _operator(conn, e: ev.OperatorCreated) -> None:
     await conn.execute(
         "INSERT INTO rm_operators (id, org_id, email, password_hash, created_at) VALUES (%s, %s, %s, %s, %s) "
@@ -104,11 +142,31 @@ async def _token_revoked(conn, e: ev.OperatorTokenRevoked) -> None:
     await _credentials_changed(conn)
 
 
+async def _org_added(conn, e: ev.OperatorOrgAdded) -> None:
+    await conn.execute("INSERT INTO rm_operator_orgs (operator_id, org_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                       (e.operator_id, e.org_id))
+
+
+async def _org_removed(conn, e: ev.OperatorOrgRemoved) -> None:
+    await conn.execute("DELETE FROM rm_operator_orgs WHERE operator_id = %s AND org_id = %s",
+                       (e.operator_id, e.org_id))
+    await _credentials_changed(conn)
+
+
+async def _sessions_revoked(conn, e: ev.OperatorSessionsRevoked) -> None:
+    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s", (e.operator_id,))
+    await conn.execute(
+        "INSERT INTO rm_operator_revocations (operator_id, revoked_before) VALUES (%s, %s) "
+        "ON CONFLICT (operator_id) DO UPDATE SET revoked_before = GREATEST(rm_operator_revocations.revoked_before, "
+        "EXCLUDED.revoked_before)", (e.operator_id, e.at))
+    await _credentials_changed(conn)
+
+
 async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
     await conn.execute(
-        "INSERT INTO rm_api_keys (id, org_id, secret_hash, scopes, website_id, rate_per_minute, created_at) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.key_id, e.org_id, e.secret_hash, e.scopes, e.website_id, e.rate_per_minute, e.at))
+        "INSERT INTO rm_api_keys (id, org_id, secret_hash, scopes, website_id, rate_per_minute, name, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.key_id, e.org_id, e.secret_hash, e.scopes, e.website_id, e.rate_per_minute, e.name, e.at))
 
 
 async def _api_key_revoked(conn, e: ev.ApiKeyRevoked) -> None:
@@ -140,26 +198,40 @@ async def _customer_updated(conn, e: ev.CustomerUpdated) -> None:
 async def _conversation(conn, e: ev.ConversationCreated) -> None:
     await conn.execute(
         "INSERT INTO rm_conversations (id, org_id, website_id, customer_id, created_at, last_edit_time, "
-        "operator_only) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only))
+        "operator_only, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only, Jsonb(e.metadata)))
+
+
+async def _conversation_metadata(conn, e: ev.ConversationMetadataSet) -> None:
+    # `||` sets the given keys, `-` then removes those given as null
+    await conn.execute(
+        "UPDATE rm_conversations SET metadata = (metadata || %s) - %s::text[] WHERE id = %s",
+        (Jsonb({k: v for k, v in e.values.items() if v is not None}),
+         [k for k, v in e.values.items() if v is None], e.conversation_id))
 
 
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
     await conn.execute(
-        "UPDATE rm_conversations SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam) WHERE id = %s",
-        (e.resolved, e.spam, e.conversation_id))
+        "UPDATE rm_conversations SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam), "
+        "agent_paused = COALESCE(%s, agent_paused) WHERE id = %s", (e.resolved, e.spam, e.agent_paused, e.conversation_id))
 
 
 async def _messages(conn, events: list[ev.MessageCreated]) -> None:
-    await conn.execute(  # one statement: the run's messages, and their conversations' lastEditTime
+    """One statement: the run's messages, and their conversations' lastEditTime; a reply of the team's
+    own (not the AI agent's, not an internal note) pauses the agent in its conversation."""
+    await conn.execute(
         "WITH m AS (SELECT * FROM json_to_recordset(%s::json) AS m(message_id uuid, org_id uuid, website_id uuid, "
         "conversation_id uuid, content text, sender text, reply_to uuid, internal boolean, operator_id uuid, "
-        "at timestamptz)), "
+        "at timestamptz, campaign_id uuid, author text, incomplete boolean)), "
         "inserted AS (INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, "
-        "internal, operator_id, creation_time) SELECT message_id, org_id, website_id, conversation_id, content, "
-        "sender, reply_to, internal, operator_id, at FROM m ON CONFLICT DO NOTHING) "
-        "UPDATE rm_conversations AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at) "
-        "FROM (SELECT conversation_id, max(at) AS at FROM m GROUP BY conversation_id) AS run "
+        "internal, operator_id, creation_time, campaign_id, author, incomplete) SELECT message_id, org_id, "
+        "website_id, conversation_id, content, sender, reply_to, internal, operator_id, at, campaign_id, author, "
+        "incomplete FROM m ON CONFLICT DO NOTHING) "
+        "UPDATE rm_conversations AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at), "
+        "agent_paused = c.agent_paused OR run.team_replied "
+        "FROM (SELECT conversation_id, max(at) AS at, "
+        "bool_or(sender = 'operator' AND author IS NULL AND campaign_id IS NULL AND NOT internal) AS team_replied "
+        "FROM m GROUP BY conversation_id) AS run "
         "WHERE c.id = run.conversation_id", (as_json(events),))
 
 
@@ -181,15 +253,21 @@ async def _message_reactions(conn, e: ev.MessageReactionsChanged) -> None:
 HANDLERS: dict[type, Handler] = {
     ev.OrganizationCreated: _organization,
     ev.WebsiteCreated: _website,
+    ev.WebsiteUpdated: _website_updated,
+    ev.WebsiteIdentitySecretRotated: _identity_secret_rotated,
     ev.OperatorCreated: _operator,
     ev.OperatorTokenIssued: _token_issued,
     ev.OperatorTokenRevoked: _token_revoked,
+    ev.OperatorOrgAdded: _org_added,
+    ev.OperatorOrgRemoved: _org_removed,
+    ev.OperatorSessionsRevoked: _sessions_revoked,
     ev.ApiKeyCreated: _api_key,
     ev.ApiKeyRevoked: _api_key_revoked,
     ev.CustomerCreated: _customer,
     ev.CustomerUpdated: _customer_updated,
     ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
+    ev.ConversationMetadataSet: _conversation_metadata,
     ev.MessageRead: _message_read,
     ev.MessageRated: _message_rated,
     ev.MessageReactionsChanged: _message_reactions,

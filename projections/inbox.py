@@ -102,23 +102,31 @@ async def _conversation(conn, e: ev.ConversationCreated) -> None:
 
 
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
+    """The AI agent's hand-off puts an unanswered conversation back among the unread."""
     await conn.execute(
-        "UPDATE rm_inbox SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam) WHERE id = %s",
-        (e.resolved, e.spam, e.conversation_id))
+        "UPDATE rm_inbox SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam), "
+        "unread = unread OR (%s AND last_customer_message_id IS NOT NULL) WHERE id = %s",
+        (e.resolved, e.spam, e.handoff, e.conversation_id))
 
 
 async def _messages(conn, events: list[ev.MessageCreated]) -> None:
-    """A conversation's latest visitor message (not an internal note) is unread until a receipt names it."""
+    """A conversation's latest visitor message (not an internal note) is unread until a receipt names it,
+    or until the AI agent's reply to it (the agent holds the conversation; a hand-off makes it unread)."""
     await conn.execute(
         "WITH m AS (SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (message_id uuid, conversation_id uuid, "
-        "sender text, internal boolean, at timestamptz)) WITH ORDINALITY AS m(message_id, conversation_id, sender, "
-        "internal, at, n)), "
+        "sender text, internal boolean, at timestamptz, reply_to uuid, author text)) WITH ORDINALITY "
+        "AS m(message_id, conversation_id, sender, internal, at, reply_to, author, n)), "
         "run AS (SELECT conversation_id, max(at) AS at, (array_agg(message_id ORDER BY n DESC) "
-        "FILTER (WHERE sender = 'customer' AND NOT internal))[1] AS visitor_message_id "
+        "FILTER (WHERE sender = 'customer' AND NOT internal))[1] AS visitor_message_id, "
+        "max(n) FILTER (WHERE sender = 'customer' AND NOT internal) AS visitor_n, "
+        "(array_agg(reply_to ORDER BY n DESC) FILTER (WHERE author = 'agent'))[1] AS answered, "
+        "max(n) FILTER (WHERE author = 'agent') AS answered_n "
         "FROM m GROUP BY conversation_id) "
         "UPDATE rm_inbox AS i SET last_edit_time = GREATEST(i.last_edit_time, run.at), "
         "last_customer_message_id = COALESCE(run.visitor_message_id, i.last_customer_message_id), "
-        "unread = i.unread OR run.visitor_message_id IS NOT NULL "
+        "unread = CASE WHEN run.answered_n > COALESCE(run.visitor_n, 0) "
+        "AND run.answered = COALESCE(run.visitor_message_id, i.last_customer_message_id) THEN false "
+        "ELSE i.unread OR run.visitor_message_id IS NOT NULL END "
         "FROM run WHERE i.id = run.conversation_id", (as_json(events),))
     for e in events:
         if e.internal and (emails := mentioned_emails(e.content)):

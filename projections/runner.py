@@ -1,10 +1,10 @@
 """Runs projections: applies every event exactly once, in order, recording the position with the writes.
 
-Start-up catches up from the event store (the source of truth), then follows the JetStream stream
-with an ordered consumer started just after the recorded position. Events arrive strictly in order and
-one batch is applied per transaction, so a position check is enough to drop the re-published duplicates
-of a relay restart. A message whose `previous` position is ahead of ours means the stream lost
-something (wiped, trimmed): we catch up from the store again. A batch moves the positions only from
+Start-up catches up from the event store (the source of truth), then follows the log with a
+`stream.Tail` from just after the recorded position: the JetStream stream while it works, the store
+while NATS is down. Events arrive strictly in order and one batch is applied per transaction, so a
+position check is enough to drop the re-published duplicates of a relay restart; the tail fills from
+the store what the stream lost (wiped, trimmed). A batch moves the positions only from
 where it found them, so a concurrent rebuild is never applied on top of twice. Projections run in
 groups that share the consumer and the transaction; each member still keeps its own position.
 """
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import zlib
+from contextlib import aclosing
 from typing import Awaitable, Callable, Protocol, Sequence
 
 import msgspec
 import psycopg
 
 from events import stream
-from events.store import EventStore, Recorded
+from events.store import CREDENTIAL_GENERATION, EventStore, Recorded
 from parley.supervision import keep_running
 
 log = logging.getLogger("parley.projections")
@@ -52,7 +54,6 @@ END $$"""
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
 SKIPPED_STORE_SECONDS = 0.25  # how long a runner with `on_reached` keeps skipped positions in memory
-STORE_DUE = object()  # put in a runner's inbox when those positions are due to be stored
 
 
 class Projection(Protocol):
@@ -212,6 +213,45 @@ async def rebuild(database_url: str, projection: Projection, store: EventStore) 
         return position
 
 
+SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# Marks a schema `rebuild_as_of` made, which it may replace; it refuses any other schema that exists.
+REBUILT_MARK = "parley: a read model rebuilt as of a past position"
+
+
+class SchemaRefused(ValueError):
+    """The schema named for a rebuild as of a position is not one it may write."""
+
+
+async def rebuild_as_of(database_url: str, projection: Projection, store: EventStore, until: int, schema: str) -> int:
+    """Replays the store up to position `until` into `schema`, a schema of its own for an analyst's
+    questions, and returns the last position applied. The live read model, its position and the readers
+    waiting on it are untouched: the tables, the position (stored without the notice live readers follow)
+    and the credential counter the core model moves all resolve in `schema` first; functions such as
+    unaccent still resolve in public. The schema is created, or replaced when an earlier rebuild made it."""
+    if not SCHEMA_NAME.match(schema) or schema == "public" or schema.startswith("pg_"):
+        raise SchemaRefused(f"{schema!r} is not a schema a rebuild may write: use lower-case letters, digits and _")
+    async with await connect(database_url) as conn:
+        async with conn.transaction():
+            found = await (await conn.execute("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace "
+                                              "WHERE nspname = %s", (schema,))).fetchone()
+            if found is not None and found[0] != REBUILT_MARK:
+                raise SchemaRefused(f"schema {schema!r} exists and was not made by a rebuild: it is left alone")
+            if found is not None:
+                await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+            await conn.execute(f"COMMENT ON SCHEMA \"{schema}\" IS '{REBUILT_MARK}'")
+            await conn.execute(f'SET LOCAL search_path TO "{schema}", public')
+            await conn.execute(f"CREATE TABLE {CREDENTIAL_GENERATION} AS SELECT 0::bigint AS generation")
+            await ensure_tables(conn, projection)
+            position = 0
+            while batch := await asyncio.to_thread(store.read, position, CATCH_UP_BATCH, until):
+                await apply_events(conn, projection, batch)
+                position = batch[-1].position
+            await conn.execute("UPDATE parley_projection_positions SET position = %s WHERE name = %s",
+                               (position, projection.name))
+        return position
+
+
 async def catch_up_if_idle(database_url: str, projection: Projection, store: EventStore) -> bool:
     """Brings the projection up to date here, unless a running worker owns it (then returns False)."""
     async with await connect(database_url) as conn:
@@ -245,6 +285,7 @@ class ProjectionRunner:
         self.positions: dict[str, int] = {}  # where the group has read to
         self.stored: dict[str, int] = {}  # where the positions table has it
         self._store_by: float | None = None  # when positions kept in memory must be stored
+        self.tail: stream.Tail | None = None  # how the log reaches the group (the stream, or the store)
 
     async def run(self) -> None:
         await keep_running(f"projections {self.name}", self._run_once, log)
@@ -257,11 +298,7 @@ class ProjectionRunner:
             self._store_by = None
             self.positions = self.stored = await catch_up(
                 conn, self.projections, self.store, await current_positions(conn, self.names))
-            nc = await stream.connect(self.nats_url)
-            try:
-                await self._follow(conn, nc.jetstream())
-            finally:
-                await nc.close()
+            await self._follow(conn)
 
     async def _lock_all(self, conn: psycopg.AsyncConnection) -> bool:
         """Takes every member's lock or none, so two processes never split a group between them."""
@@ -275,42 +312,18 @@ class ProjectionRunner:
             taken.append(key)
         return True
 
-    async def _follow(self, conn: psycopg.AsyncConnection, js) -> None:
-        sub, inbox = await stream.follow(js, self.stream, min(self.positions.values()))
-        try:
-            while True:
-                messages = [await inbox.get()]
-                while len(messages) < LIVE_BATCH and not inbox.empty():
-                    messages.append(inbox.get_nowait())
-                batch: list[Recorded] = []
-                seen = min(self.positions.values())
-                for msg in messages:
-                    if msg is STORE_DUE:
-                        continue
-                    at = stream.position_of(msg)
-                    if at <= seen:
-                        continue
-                    if stream.previous_of(msg) > seen:
-                        log.warning("stream gap before position %s for %s; catching up from the store", at, self.name)
-                        if batch:
-                            await self._apply(conn, batch, inbox)
-                            batch = []
-                        await self._store_positions(conn)
-                        self.positions = self.stored = await catch_up(conn, self.projections, self.store,
-                                                                      self.positions)
-                        seen = min(self.positions.values())
-                        if at <= seen:
-                            continue
-                    batch.append(stream.recorded_of(msg))
-                    seen = at
+    async def _follow(self, conn: psycopg.AsyncConnection) -> None:
+        """Applies the log as the tail brings it: from the stream, or from the store while NATS is down."""
+        self.tail = stream.Tail(self.store, self.nats_url, self.stream, batch=LIVE_BATCH,
+                                name=f"projections {self.name}")
+        async with aclosing(self.tail.batches(min(self.positions.values()))) as batches:
+            async for batch in batches:
                 if batch:
-                    await self._apply(conn, batch, inbox)
+                    await self._apply(conn, batch)
                 if self._store_by is not None and asyncio.get_running_loop().time() >= self._store_by:
                     await self._store_positions(conn)
-        finally:
-            await sub.unsubscribe()
 
-    async def _apply(self, conn: psycopg.AsyncConnection, batch: list[Recorded], inbox: asyncio.Queue) -> None:
+    async def _apply(self, conn: psycopg.AsyncConnection, batch: list[Recorded]) -> None:
         reached, handled = plan_batch(self.projections, batch, self.positions)
         if self.on_reached is None or any(handled.values()):
             self.positions = self.stored = await apply_plan(conn, self.projections, batch, reached, handled,
@@ -321,7 +334,7 @@ class ProjectionRunner:
             if self._store_by is None:
                 loop = asyncio.get_running_loop()
                 self._store_by = loop.time() + SKIPPED_STORE_SECONDS
-                loop.call_at(self._store_by, inbox.put_nowait, STORE_DUE)  # wakes the loop if nothing else does
+                loop.call_at(self._store_by, self.tail.wake)  # wakes the loop if nothing else does
         if self.on_reached is not None:
             await self.on_reached(self.positions)
 

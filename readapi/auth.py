@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import replace
-from typing import Awaitable, Callable, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Awaitable, Callable, Literal, TypeVar
 
 from litestar import Request
 
@@ -13,10 +13,49 @@ from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
 from commands.principal import ALL_SCOPES, Principal
 from events.store import CREDENTIAL_GENERATION, CredentialsChanged
+from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
 
 T = TypeVar("T")
 SCHEMES = {"basic": "apikey", "token": "operator", "chatsession": "chat"}
+OPT_KEY = "parley_operation"  # route handler opt: the route's OpenAPI description (readapi/openapi.py)
+Kind = Literal["operator", "apikey", "chat"]
+
+# kind -> (security scheme name, its definition, the challenge a 401 names it with)
+SECURITY_SCHEMES: dict[str, tuple[str, dict[str, Any], str]] = {
+    "apikey": ("apiKey", {"type": "http", "scheme": "basic", "description":
+                          "An API key: `Authorization: Basic base64(<key secret>:)` (the secret as the user "
+                          "name, no password). What it may do is limited by its scopes."}, 'Basic realm="parley"'),
+    "operator": ("operatorToken", {"type": "http", "scheme": "Token", "description":
+                                   "An operator access token (from `POST /api/operators/sessions` or "
+                                   "`parley admin`): `Authorization: Token <token>`. It holds every scope."},
+                 'Token realm="parley"'),
+    "chat": ("chatSession", {"type": "http", "scheme": "ChatSession", "description":
+                             "A visitor's chat session (from `POST /api/chat/sessions`): "
+                             "`Authorization: ChatSession <token>`."}, 'ChatSession realm="parley"'),
+}
+KIND_NAMES = {"operator": "an operator token", "apikey": "an API key", "chat": "a visitor's chat session"}
+
+
+@dataclass(frozen=True)
+class Auth:
+    accept: tuple[Kind, ...] = ("operator", "apikey")
+    scope: str | None = None
+
+    def challenge(self) -> str:
+        """`WWW-Authenticate` of a 401: the schemes this route accepts (every scheme for a public route)."""
+        return ", ".join(SECURITY_SCHEMES[kind][2] for kind in (self.accept or tuple(SECURITY_SCHEMES)))
+
+
+PUBLIC = Auth(())
+OPERATOR = Auth(("operator",))
+VISITOR = Auth(("chat",))
+
+
+def challenge(route_handler: Any) -> str:
+    """`WWW-Authenticate` of a 401 on this route, from its description."""
+    operation = route_handler.opt.get(OPT_KEY) if route_handler is not None else None
+    return (operation.auth if operation else PUBLIC).challenge()
 
 
 def credential(request: Request) -> tuple[str, str] | None:
@@ -112,6 +151,8 @@ async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator
         raise Forbidden(f"this endpoint does not accept {principal.kind} credentials")
     if scope is not None and scope not in principal.scopes:
         raise Forbidden(f"the API key lacks the {scope} scope")
+    if principal.kind == "chat":
+        await check_origin(request, principal.website_id)
     request.state.principal = principal
     return principal
 

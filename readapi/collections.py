@@ -20,11 +20,18 @@ from parley.ids import parse_id
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
-                                      "created_at": "createdAt"}):
+                                      "created_at": "createdAt", "allowed_origins": "allowedOrigins"}):
     id: uuid.UUID
     website_name: str
     brand_color: str | None
     created_at: datetime
+    allowed_origins: list[str]  # empty: visitors' pages may call from any origin
+
+
+class WebsiteWithSecret(Website, rename={"identity_secret": "identitySecret"}):
+    """Only the answers to creating a website and rotating its identity secret carry the secret."""
+
+    identity_secret: str
 
 
 class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "user_id": "userId",
@@ -42,7 +49,7 @@ class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
 
 class Conversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "customer_id": "customerId",
                                            "created_at": "createdAt", "last_edit_time": "lastEditTime",
-                                           "operator_only": "operatorOnly"}):
+                                           "operator_only": "operatorOnly", "agent_paused": "agentPaused"}):
     id: uuid.UUID
     website_id: uuid.UUID
     customer_id: uuid.UUID
@@ -51,11 +58,19 @@ class Conversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId
     resolved: bool
     spam: bool
     operator_only: bool
+    agent_paused: bool  # the website's AI agent does not answer here (an operator replied or paused it)
+
+
+class ConversationRecord(Conversation):
+    """One conversation as the operator reads it, with what the visitor's page attached (`setMetadata`)."""
+
+    metadata: dict[str, str]
 
 
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
-                                      "creation_time": "creationTime", "rating_time": "ratingTime"}):
+                                      "creation_time": "creationTime", "rating_time": "ratingTime",
+                                      "campaign_id": "campaignId"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -68,12 +83,20 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     rating_time: datetime | None
     reactions: list[dict[str, Any]]
     read: bool
+    campaign_id: uuid.UUID | None  # the campaign that sent it
+    author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
+    incomplete: bool  # the agent's answer was cut short: what it had streamed
+
+
+def author_of(created: ev.MessageCreated) -> str:
+    return created.author or created.sender
 
 
 def new_message(created: ev.MessageCreated) -> Message:
     """A message as the API shows it the moment it is created: what the read model will hold."""
     return Message(created.message_id, created.conversation_id, created.website_id, created.content, created.sender,
-                   created.reply_to, created.internal, created.at, None, None, [], False)
+                   created.reply_to, created.internal, created.at, None, None, [], False, created.campaign_id,
+                   author_of(created), created.incomplete)
 
 
 FilterKind = Literal["uuid", "str", "bool"]
@@ -99,7 +122,7 @@ class Collection:
 
 WEBSITES = Collection(
     name="websites", table="rm_websites", shape=Website,
-    select="id, name, brand_color, created_at",
+    select="id, name, brand_color, created_at, allowed_origins",
     filters={}, sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id", website_column="id",
 )
 CUSTOMERS = Collection(
@@ -110,16 +133,21 @@ CUSTOMERS = Collection(
 )
 CONVERSATIONS = Collection(
     name="conversations", table="rm_conversations", shape=Conversation,
-    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only",
+    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, agent_paused",
     filters={"websiteId": ("website_id", "uuid"), "customerId": ("customer_id", "uuid"),
              "resolved": ("resolved", "bool"), "spam": ("spam", "bool")},
     sorts={"_id": "id", "lastEditTime": "last_edit_time", "createdAt": "created_at"},
     default_sort="lastEditTime", descending_by_default=frozenset({"lastEditTime"}),
 )
+# the single record (GET /api/conversations/{id}), which the list does not burden with metadata
+CONVERSATION_RECORD = Collection(
+    name="conversations", table="rm_conversations", shape=ConversationRecord,
+    select=CONVERSATIONS.select + ", metadata", filters={}, sorts={"_id": "id"}, default_sort="_id",
+)
 MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
-           "rating_time, reactions, read_at IS NOT NULL",
+           "rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete",
     filters={"conversationId": ("conversation_id", "uuid")},
     sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime",
 )
@@ -156,12 +184,13 @@ def parse_bool(params: Mapping[str, str], name: str) -> bool | None:
 
 
 def parse_fields(params: Mapping[str, str], shape: type[msgspec.Struct]) -> list[str] | None:
-    """The `fields` projection; `_id` is always kept, and an unknown name is refused rather than guessed."""
+    """The `fields` projection: comma-separated names, as the OpenAPI document's pattern says; `_id` is
+    always kept, and an unknown name is refused rather than guessed."""
     raw = params.get("fields")
     if not raw:
         return None
     known = {f.encode_name for f in msgspec.structs.fields(shape)}
-    wanted = [name.strip() for name in raw.split(",") if name.strip()]
+    wanted = raw.split(",")
     unknown = [name for name in wanted if name not in known]
     if unknown:
         raise Invalid(f"unknown field {unknown[0]!r}; known fields: {sorted(known)}", "fields")
@@ -196,9 +225,8 @@ def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[l
             value: Any = parse_bool(params, name)
         elif kind == "uuid":
             value = parse_id(raw)
-            if value is None:  # not an id of ours: nothing can match
-                where.append("false")
-                continue
+            if value is None:
+                raise Invalid(f"{name} is not an id", name)
         else:
             value = raw
         where.append(f"{column} = %s")
@@ -280,4 +308,42 @@ WEBHOOK_SUBSCRIPTIONS = Collection(
     select="id, website_id, url, events, active, disabled_reason, consecutive_failures, created_at, updated_at",
     filters={"websiteId": ("website_id", "uuid")},
     sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id",
+)
+
+
+class ApiKey(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "rate_per_minute": "ratePerMinute",
+                                     "created_at": "createdAt"}):
+    id: uuid.UUID
+    name: str | None
+    scopes: list[str]
+    website_id: uuid.UUID | None
+    rate_per_minute: int | None
+    revoked: bool
+    created_at: datetime
+
+
+class ApiKeyWithSecret(ApiKey):
+    """Only the answer to the create request carries the secret."""
+
+    secret: str
+
+
+API_KEYS = Collection(
+    name="apikeys", table="rm_api_keys", shape=ApiKey,
+    select="id, name, scopes, website_id, rate_per_minute, revoked, created_at",
+    filters={"websiteId": ("website_id", "uuid"), "revoked": ("revoked", "bool")},
+    sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id", website_column=None,
+)
+
+
+class Operator(msgspec.Struct, rename={"id": "_id", "created_at": "createdAt"}):
+    id: uuid.UUID
+    email: str
+    created_at: datetime
+
+
+OPERATORS = Collection(
+    name="operators", table="rm_operators", shape=Operator, select="id, email, created_at",
+    filters={"email": ("email", "str")}, sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
+    default_sort="email", website_column=None,
 )

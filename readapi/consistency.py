@@ -8,6 +8,7 @@ import logging
 
 import psycopg
 
+from parley.supervision import keep_running
 from projections.runner import NOTIFY_CHANNEL, POSITIONS_DDL
 
 log = logging.getLogger("parley.consistency")
@@ -29,22 +30,18 @@ class PositionWatch:
             self._task.cancel()
 
     async def _listen(self) -> None:
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    await conn.execute(POSITIONS_DDL)
-                    await self._advance(await (await conn.execute(
-                        "SELECT name, position FROM parley_projection_positions")).fetchall())
-                    async for notify in conn.notifies():
-                        # "name:position,name:position": a group's batch, or one rebuilt read model
-                        await self._advance([(name, int(position)) for name, _, position in (
-                            pair.rpartition(":") for pair in notify.payload.split(","))])
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("position watch lost its connection; reconnecting")
-                await asyncio.sleep(0.5)
+        await keep_running("position watch", self._listen_once, log)
+
+    async def _listen_once(self) -> None:
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
+            await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            await conn.execute(POSITIONS_DDL)
+            await self._advance(await (await conn.execute(
+                "SELECT name, position FROM parley_projection_positions")).fetchall())
+            async for notify in conn.notifies():
+                # "name:position,name:position": a group's batch, or one rebuilt read model
+                await self._advance([(name, int(position)) for name, _, position in (
+                    pair.rpartition(":") for pair in notify.payload.split(","))])
 
     async def observe(self, positions: dict[str, int]) -> None:
         """Positions reached by a projection runner in this process, told before its notice arrives (or

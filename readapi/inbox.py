@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
@@ -27,6 +27,7 @@ from commands.principal import Principal
 from parley.ids import parse_id
 from readapi.collections import (CONVERSATIONS, Collection, Conversation, order_clause, parse_fields, parse_int,
                                  project, read_list)
+from readapi.openapi import partial, query
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100  # a larger `limit` is capped to this
@@ -47,10 +48,23 @@ CONVERSATION_FILTERS = ("all", "last-hour", "today", "last-week", "online")
 # list-mode filters that have no meaning beside the inbox tabs
 NOT_WITH_INBOX = ("customerId", "resolved", "spam")
 INBOX_ONLY = ("conversationFilter", "timezone")
+INBOX_QUERY = (
+    query("inboxFilter", Literal[INBOX_FILTERS], "Inbox mode: the tab to page through (operator tokens only; "
+          "needs `websiteId`, excludes `customerId`, `resolved` and `spam`)."),
+    query("conversationFilter", Literal[CONVERSATION_FILTERS], "Inbox mode: narrows the scope; `all` by default."),
+    query("timezone", str, "Inbox mode: the IANA time zone that `today` is counted in; UTC by default."),
+)
 
 
-class InboxConversation(Conversation):
+class InboxConversation(Conversation, rename={"agent_holds": "agentHolds"}):
     unread: bool
+    agent_holds: bool  # the website's enabled AI agent answers this conversation's visitor
+
+
+# The agent's columns come from the agent's read model (projections/agent.py) and the core one.
+AGENT_PAUSED = "(SELECT c.agent_paused FROM rm_conversations c WHERE c.id = rm_inbox.id)"
+AGENT_HOLDS = (f"(NOT rm_inbox.operator_only AND NOT {AGENT_PAUSED} AND EXISTS (SELECT 1 FROM rm_agents a "
+               "WHERE a.website_id = rm_inbox.website_id AND a.enabled))")
 
 
 class InboxCounts(msgspec.Struct):
@@ -62,8 +76,11 @@ class InboxCounts(msgspec.Struct):
     spam: int
 
 
+InboxConversationFields = partial(InboxConversation)  # a conversation, or (with `fields`) the fields it names
+
+
 class InboxPage(msgspec.Struct, rename={"filtered_total": "filteredTotal"}):
-    conversations: list[Any]
+    conversations: list[InboxConversationFields]
     total: int
     filtered_total: int
     counts: InboxCounts
@@ -71,7 +88,8 @@ class InboxPage(msgspec.Struct, rename={"filtered_total": "filteredTotal"}):
 
 INBOX = Collection(
     name="conversations", table="rm_inbox", shape=InboxConversation,
-    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, unread",
+    select=f"id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, {AGENT_PAUSED}, "
+           f"unread, {AGENT_HOLDS}",
     filters={}, sorts={"lastEditTime": "last_edit_time"}, default_sort="lastEditTime",
     descending_by_default=frozenset({"lastEditTime"}),
 )

@@ -1,5 +1,5 @@
-"""Rules every request meets before routing: the rate limit, the API version and credentials kept out
-of URLs.
+"""Rules every request meets before routing: the rate limit, the API version, credentials kept out
+of URLs, and the visitor routes' CORS (`readapi/cors.py`).
 
 As an ASGI wrapper around the whole application, it also stamps on every response, whichever layer
 produced it (a handler, an error handler, Litestar's own 404, or this wrapper's refusals): `API-Version`,
@@ -11,12 +11,16 @@ import logging
 from urllib.parse import parse_qsl
 
 from litestar import Litestar, Request
+from litestar.routes import HTTPRoute
 from litestar.utils import normalize_path
 
+from mcp_server.service import PATHS as MCP_PATHS
+from readapi import cors
 from readapi.auth import identify
 from readapi.clientaddress import TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
+from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for
 from readapi.services import Services
 
@@ -30,21 +34,36 @@ SANDBOX_PREFIX = "/api/sandbox/"  # keyless: a credential sent there is ignored,
 
 
 class ContractMiddleware:
-    def __init__(self, app: Litestar, services: Services):
+    def __init__(self, app: Litestar, services: Services, mcp=None):
         self.app = app
+        self.mcp = mcp  # the MCP server and its OAuth endpoints, which answer the exact paths MCP_PATHS
         self.settings = services.settings
         self.limiter = RateLimiter(services.pool)
         self.proxies = TrustedProxies(services.settings.trusted_proxies)
+        # Litestar's automatic OPTIONS answer lists only the methods of the first handler registered for a
+        # path; `Allow` must name every method the path serves
+        self.allowed = {route.path: ", ".join(sorted(route.methods)).encode()
+                        for route in app.routes if isinstance(route, HTTPRoute)}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         stamped = [(b"api-version", API_VERSION.encode())]
+        origin = next((v for k, v in scope["headers"] if k.lower() == b"origin"), None)
+        if origin is not None and cors.is_visitor_path(scope["path"]):
+            if scope["method"] == "OPTIONS" and any(k.lower() == b"access-control-request-method"
+                                                    for k, _ in scope["headers"]):
+                return await _preflight(send, origin)
+            stamped.extend(cors.response_headers(origin))
 
         async def send_stamped(message):
             if message["type"] == "http.response.start":
+                handler = scope.get("route_handler")
+                allow = self.allowed.get(next(iter(handler.paths))) if handler and scope["method"] == "OPTIONS" else None
                 message["headers"] = [
-                    *[h for h in message.get("headers", []) if h[0].lower() != b"api-version"],
+                    *[h for h in message.get("headers", []) if h[0].lower() != b"api-version"
+                      and not (allow and h[0].lower() == b"allow")],
+                    *([(b"allow", allow)] if allow else []),
                     *stamped, *deprecation_headers(scope.get("route_handler") or self._route_of(scope)),
                 ]
             await send(message)
@@ -52,6 +71,9 @@ class ContractMiddleware:
         if scope["path"].startswith(LIMITED_PREFIX):
             try:
                 decision = await self._count(scope, receive)
+            except DATABASE_UNAVAILABLE:
+                return await _refuse(send_stamped, 503, DATABASE_DOWN,
+                                     headers=((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),))
             except Exception:
                 log.exception("rate limiting failed on %s %s", scope.get("method"), scope["path"])
                 return await _refuse(send_stamped, 500, "an unexpected error occurred; it has been logged")
@@ -76,6 +98,8 @@ class ContractMiddleware:
             # PostgreSQL text cannot hold it: a filter or an id naming it could only fail
             return await _refuse(send_stamped, 400, "a URL cannot contain U+0000 (NUL)",
                                  next((k for k, v in parameters if "\x00" in v and "\x00" not in k), None))
+        if self.mcp is not None and scope["path"] in MCP_PATHS:
+            return await self.mcp(scope, receive, send_stamped)
         await self.app(scope, receive, send_stamped)
 
     def _route_of(self, scope):
@@ -97,9 +121,15 @@ class ContractMiddleware:
         return await self.limiter.hit(bucket_for(principal, address), policy_for(principal, self.settings))
 
 
-async def _refuse(send, status: int, detail: str, field: str | None = None) -> None:
+async def _preflight(send, origin: bytes) -> None:
+    await send({"type": "http.response.start", "status": 204, "headers": cors.preflight_headers(origin)})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _refuse(send, status: int, detail: str, field: str | None = None,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = problem_body(status, detail, field)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/problem+json"),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})

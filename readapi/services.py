@@ -17,6 +17,7 @@ from events.store import JSON_NUL, EventStore
 from parley.settings import Settings
 from readapi.consistency import PositionWatch
 from readapi.credentials import KnownCredentials
+from readapi.unavailable import Unavailable
 
 T = TypeVar("T")
 POSITION_HEADER = "Parley-Position"
@@ -28,8 +29,10 @@ class Services:
     store: EventStore
     pool: AsyncConnectionPool
     watch: PositionWatch
+    nats_url: str = ""
     credentials: KnownCredentials = field(default_factory=KnownCredentials)
     extras: dict[str, Any] = field(default_factory=dict)
+    base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
 
 
 def services(request: Request) -> Services:
@@ -48,13 +51,22 @@ ORG_POSITION = "parley.org_position"
 
 
 async def written(request: Request, created: Created, projections: tuple[str, ...] = ("core",)) -> None:
-    await services(request).watch.wait_for(created.position, projections)
+    """Waits until the read models hold a write of this request, to answer with what they show of it.
+    Past the bounded wait the write stands, stored, but cannot be shown: 503 says so (and where it is),
+    so that the client reads it later rather than repeat it."""
+    if not await services(request).watch.wait_for(created.position, projections):
+        raise Unavailable(f"the write was stored (position {created.position}) but the read models are behind "
+                          "and cannot show it yet; do not repeat it: read it again shortly",
+                          {POSITION_HEADER: str(created.position)})
 
 
 async def caught_up(request: Request, projections: tuple[str, ...] = ("core",)) -> None:
     """Read-your-writes for an authenticated request: waits until the read models it queries hold every
-    write its organization had made when the request came in, whoever made it."""
-    await services(request).watch.wait_for(request.scope[ORG_POSITION], projections)  # type: ignore[literal-required]
+    write its organization had made when the request came in, whoever made it. Past the bounded wait it
+    answers 503 rather than data older than those writes."""
+    position = request.scope[ORG_POSITION]  # type: ignore[literal-required]
+    if not await services(request).watch.wait_for(position, projections):
+        raise Unavailable(f"the read models are behind the latest write (position {position}); retry shortly")
 
 
 def json_response(payload: Any, created: Created | None = None, status: int = 200) -> Response:

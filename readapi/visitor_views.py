@@ -40,6 +40,8 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     creation_time: datetime
     rating: str | None
     rating_time: datetime | None
+    author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent)
+    incomplete: bool  # the agent's answer was cut short: what it had streamed
     reactions: list[VisibleReaction]
 
 
@@ -56,7 +58,7 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 # Only the visitor's own, visible conversations: the filter every visitor read goes through.
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
-                  "m.rating_time, m.reactions FROM rm_messages m")
+                  "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
@@ -70,6 +72,15 @@ async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID
         sql, args = sql + " AND id = %s", [*args, conversation_id]
     rows = await (await conn.execute(sql + " ORDER BY last_edit_time DESC, id DESC", args)).fetchall()
     return [ChatConversation(*row) for row in rows]
+
+
+async def current_conversation(conn: psycopg.AsyncConnection, org_id: uuid.UUID,
+                               customer_id: uuid.UUID) -> uuid.UUID | None:
+    """The conversation the widget shows: the visitor's latest open one (a resolved one is over)."""
+    row = await (await conn.execute(
+        f"SELECT id FROM rm_conversations WHERE {VISITOR_CONVERSATIONS} AND NOT resolved "
+        "ORDER BY last_edit_time DESC, id DESC LIMIT 1", (org_id, customer_id))).fetchone()
+    return row[0] if row else None
 
 
 async def visitor_messages(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
@@ -92,4 +103,5 @@ def chat_conversation_of(e: ev.ConversationCreated) -> ChatConversation:
 
 
 def chat_message_of(e: ev.MessageCreated) -> ChatMessage:
-    return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None, [])
+    return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None,
+                       e.author or e.sender, e.incomplete, [])

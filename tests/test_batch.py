@@ -109,7 +109,7 @@ def test_duplicate_missing_alias_missing_url_and_bound(http, tenant):
     missing = batch(http, tenant, [{"alias": "a", "url": "websites"}, {"url": "customers"}])
     assert missing.status_code == 400 and missing.json()["field"] == "[1].alias"
     no_url = batch(http, tenant, [{"alias": "a"}])
-    assert no_url.status_code == 400 and no_url.json()["field"] == "a"
+    assert no_url.status_code == 400 and no_url.json()["field"] == "[0].url"
     too_many = batch(http, tenant, [{"alias": f"r{i}", "url": "websites"} for i in range(MAX_BATCH + 1)])
     assert too_many.status_code == 400 and too_many.json()["field"] == f"r{MAX_BATCH}"
     assert batch(http, tenant, [{"alias": f"r{i}", "url": "websites"} for i in range(MAX_BATCH)]).status_code == 200

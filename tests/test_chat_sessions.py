@@ -117,7 +117,7 @@ def test_visitor_posts_and_reads_own_transcript(http, tenant):
     assert [(m["from"], m["content"]) for m in transcript] == [
         ("customer", "Hello?"), ("operator", "Hi! How can we help?"), ("customer", "Thanks")]
     assert set(transcript[1]) == {"_id", "conversationId", "content", "from", "replyToMessageId", "creationTime",
-                                  "rating", "ratingTime", "reactions"}
+                                  "rating", "ratingTime", "author", "incomplete", "reactions"}
     # the team sees the visitor's message as from the customer
     team_view = http.get("/api/messages", params={"conversationId": conversation_id}, headers=tenant.operator).json()
     assert [m["from"] for m in team_view] == ["customer", "operator", "customer"]
@@ -160,17 +160,16 @@ def test_visitor_cannot_write_notes_or_bad_messages(http, tenant):
                     headers=visitor.headers).json() == []
 
 
-def test_profile_sets_nickname_phone_and_metadata(http, tenant):
+def test_profile_sets_nickname_and_phone(http, tenant):
     visitor = start_session(http, tenant.website_id)
-    profile = {"nickname": "Ada", "phone": "+44 20 7946 0000", "metadata": {"plan": "pro", "seats": "3"}}
-    response = http.put("/api/chat/profile", headers=visitor.headers, json=profile)
+    response = http.put("/api/chat/profile", headers=visitor.headers,
+                        json={"nickname": "Ada", "phone": "+44 20 7946 0000"})
     assert response.status_code == 200
-    assert response.json()["metadata"] == {"plan": "pro", "seats": "3"}
-    updated = http.put("/api/chat/profile", headers=visitor.headers, json={"metadata": {"seats": None}}).json()
-    assert (updated["nickname"], updated["metadata"]) == ("Ada", {"plan": "pro"})
+    updated = http.put("/api/chat/profile", headers=visitor.headers, json={"phone": None}).json()
+    assert (updated["nickname"], updated["phone"]) == ("Ada", None)
     customer = http.get(f"/api/customers/{visitor.customer_id}", headers=tenant.operator).json()
-    assert (customer["nickname"], customer["phone"]) == ("Ada", "+44 20 7946 0000")
-    for bad in ({"metadata": {"k": 1}}, {"email": "x@example.com"}, {"metadata": {"": "v"}},
-                {"metadata": {f"k{i}": "v" for i in range(51)}}):
+    assert (customer["nickname"], customer["phone"]) == ("Ada", None)
+    # metadata belongs to the conversation now (PUT /api/chat/metadata), never to the profile
+    for bad in ({"metadata": {"plan": "pro"}}, {"email": "x@example.com"}, {"nickname": 3}):
         assert http.put("/api/chat/profile", headers=visitor.headers, json=bad).status_code == 400
     assert http.get("/api/chat/profile", headers=visitor.headers).json() == updated

@@ -11,7 +11,9 @@ from commands import admin
 from commands.errors import NotFound
 from tests.conftest import basic
 from tests.inprocess import InProcessApi
+from readapi.auth import PUBLIC
 from readapi.deprecation import DeprecationNoticeTooShort, deprecated
+from readapi.openapi import describe
 from readapi.services import json_response
 
 LINK = "https://parley.dev/changelog#old-echo"
@@ -19,6 +21,7 @@ LINK = "https://parley.dev/changelog#old-echo"
 
 def old_echo_route(deprecation: date, sunset: date):
     @deprecated(deprecation=deprecation, sunset=sunset, link=LINK)
+    @describe("An old echo", PUBLIC, answer=dict[str, bool], errors=(404,))
     @get("/api/test/old-echo")
     async def old_echo(request: Request) -> Response:
         if request.query_params.get("missing"):
@@ -81,6 +84,7 @@ def test_a_429_on_it_carries_them_too(api, app):
 def test_the_openapi_document_marks_it_deprecated(api, app):
     paths = api.request("GET", "/schema/openapi.json", app=app).json()["paths"]
     assert paths["/api/test/old-echo"]["get"]["deprecated"] is True
+    assert {"Deprecation", "Sunset", "Link"} <= set(paths["/api/test/old-echo"]["get"]["responses"]["200"]["headers"])
     assert not paths["/api/sandbox/documents"]["get"].get("deprecated")
 
 

@@ -132,7 +132,8 @@ def test_offset_mode_filters_and_projection(http, tenant):
     assert listed(websiteId=str(tenant.website_id)) == [a["_id"], b["_id"], c["_id"]]
     assert listed(locale="es") == [b["_id"]]
     assert listed(documentId=c["_id"]) == [c["_id"]]
-    assert listed(documentId="nonsense") == []
+    malformed = http.get("/api/documents", params={"documentId": "nonsense"}, headers=headers)
+    assert malformed.status_code == 400 and malformed.json()["field"] == "documentId"
     assert listed(category="billing", websiteId=str(tenant.website_id)) == [a["_id"], b["_id"]]
     assert listed(published="true") == [a["_id"], c["_id"]]
     assert listed(published="false") == [b["_id"], d["_id"]]

@@ -54,7 +54,7 @@ def test_every_response_carries_the_headers_of_its_credential(http, tenant):
         http.get("/api/no-such-collection", headers=key),  # 404 from the router
         http.get("/api/websites", headers={**key, "API-Version": "2"}),  # 400 from the middleware
         http.get("/api/websites?api_key=x", headers=key),  # 400 from the middleware
-        http.post("/api/websites", headers=key),  # 405
+        http.patch("/api/websites", headers=key),  # 405
     ]
     assert [a.status_code for a in answers] == [200, 403, 404, 404, 400, 400, 405]
     limits = [limit_of(a) for a in answers]

@@ -44,9 +44,29 @@ def visitor_with_conversation(http: httpx.Client, tenant) -> tuple[Visitor, str]
     return visitor, response.json()["_id"]
 
 
+class Chatting:
+    """A visitor in one conversation of the tenant's website, talking through the visitor API as the
+    widget does."""
+
+    def __init__(self, http: httpx.Client, tenant):
+        self.http = http
+        self.visitor, self.conversation_id = visitor_with_conversation(http, tenant)
+        self.headers = self.visitor.headers
+
+    def say(self, content: str) -> dict:
+        response = self.http.post("/api/chat/messages", headers=self.headers,
+                                  json={"conversationId": self.conversation_id, "content": content})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def transcript(self) -> list[dict]:
+        return self.http.get("/api/chat/messages", headers=self.headers,
+                             params={"conversationId": self.conversation_id}).json()
+
+
 @dataclass
 class Pushed:
-    id: int
+    id: int  # 0 for a live frame
     event: str
     data: dict
 
@@ -77,7 +97,8 @@ class EventStream:
                     self._opened.set()  # the server's first bytes: the channel is open
                     if line == "":
                         if "data" in fields:
-                            self.events.put(Pushed(int(fields["id"]), fields.get("event", "message"),
+                            # a live frame (the agent's streamed text) has no id: it is not in the log
+                            self.events.put(Pushed(int(fields.get("id", 0)), fields.get("event", "message"),
                                                    json.loads(fields["data"])))
                         fields = {}
                     elif not line.startswith(":"):

@@ -9,6 +9,7 @@ every answer is exactly the GET's and all of them see the read models at one ins
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import msgspec
@@ -16,17 +17,21 @@ from litestar import Request, Response, post
 from litestar.datastructures import MultiDict
 
 from commands.errors import CommandError, Invalid
-from readapi.auth import authenticate
+from readapi.auth import OPERATOR, authenticate
 from readapi.listing import LISTINGS, Listing, read_listing, snapshot
 from readapi.middleware import CREDENTIAL_PARAMETERS
+from readapi.openapi import describe
 from readapi.services import caught_up, decode_body, json_response
 
 MAX_BATCH = 20
 
 
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True):
-    alias: str | None = None
-    url: str | None = None
+    alias: NonEmpty
+    url: NonEmpty
 
 
 @dataclass(frozen=True)
@@ -61,19 +66,19 @@ def collection_read(alias: str, url: str) -> PlannedRead:
 def plan(items: list[BatchItem]) -> list[PlannedRead]:
     if len(items) > MAX_BATCH:
         extra = items[MAX_BATCH]
-        raise Invalid(f"a batch holds at most {MAX_BATCH} reads", extra.alias or f"[{MAX_BATCH}]")
+        raise Invalid(f"a batch holds at most {MAX_BATCH} reads", extra.alias)
     reads: list[PlannedRead] = []
-    for index, item in enumerate(items):
-        if not item.alias:
-            raise Invalid(f"item {index} has no alias", f"[{index}].alias")
+    for item in items:
         if any(read.alias == item.alias for read in reads):
             raise Invalid(f"alias {item.alias!r} is used more than once", item.alias)
-        if not item.url:
-            raise Invalid(f"{item.alias}: url is required", item.alias)
         reads.append(collection_read(item.alias, item.url))
     return reads
 
 
+@describe("Several collection reads in one request, from one snapshot", OPERATOR, body=list[BatchItem],
+          answer=dict[str, Any], position=False, example=[{"alias": "open", "url": "conversations?resolved=false&limit=20"}],
+          description="Each item names a relative collection read; the answer maps each alias to exactly what "
+                      "that GET would answer. At most 20 items.")
 @post("/api/batch", status_code=200)
 async def batch(request: Request) -> Response:
     principal = await authenticate(request, accept=("operator",))

@@ -13,9 +13,12 @@ from commands.admin import Created
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from parley.ids import parse_id
-from readapi.auth import authenticate, with_principal
+from readapi.auth import PUBLIC, VISITOR, authenticate, with_principal
+from readapi.cors import check_origin
+from readapi.openapi import ID, describe, query
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
-from readapi.visitor_views import chat_message_of, visitor_conversations, visitor_messages
+from readapi.visitor_views import (ChatConversation, ChatMessage, chat_message_of, current_conversation,
+                                   visitor_conversations, visitor_messages)
 
 
 class SessionCreated(msgspec.Struct, rename="camel"):
@@ -33,7 +36,11 @@ class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "u
     nickname: str | None
     phone: str | None
     user_id: str | None
-    metadata: dict[str, str]
+
+
+class ContextStored(msgspec.Struct, rename="camel"):
+    readables: int
+    actions: int
 
 
 async def visitor(request: Request) -> Principal:
@@ -48,15 +55,24 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
         await caught_up(request, ("core", "chat"))
 
 
+@describe("Start a visitor's chat session", PUBLIC, body=chat.SessionStart, answer=SessionCreated, position=True,
+          errors=(401, 404), example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10"},
+          description="A signed-in visitor also sends `userId` and its `signature` (HMAC-SHA256 with the "
+                      "website's identity secret); 401 when the signature does not match.")
 @post("/api/chat/sessions", status_code=200)
 async def start_session(request: Request) -> Response:
     body = await decode_body(request, chat.SessionStart)
+    await check_origin(request, parse_id(body.website_id))
     session = await run_command(request, chat.start_session, body)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)
 
 
+@describe("Start a conversation as the visitor", VISITOR, body=ConversationStart, body_required=False,
+          links={"transcript": {"query.conversationId": ID},
+                 "post_message": {"requestBody": {"conversationId": ID, "content": "Hello"}}},
+          answer=ChatConversation)
 @post("/api/chat/conversations", status_code=200)
 async def start_conversation(request: Request) -> Response:
     principal = await visitor(request)
@@ -69,14 +85,17 @@ async def start_conversation(request: Request) -> Response:
     return json_response(conversation, created)
 
 
+@describe("The visitor's conversations", VISITOR, answer=list[ChatConversation])
 @get("/api/chat/conversations")
-async def list_conversations(request: Request) -> Response:
+async def list_visitor_conversations(request: Request) -> Response:
     principal = await visitor(request)
     await fresh(request, principal, None)
     async with services(request).pool.connection() as conn:
         return json_response(await visitor_conversations(conn, principal.org_id, principal.customer_id))
 
 
+@describe("Post a message as the visitor", VISITOR, body=chat.VisitorMessage, answer=ChatMessage, errors=(404,),
+          example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f", "content": "Hi, I need help"})
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
     created = await with_principal(request, chat.post_message, chat.VisitorMessage, accept=("chat",))
@@ -84,6 +103,8 @@ async def post_message(request: Request) -> Response:
     return json_response(chat_message_of(created.event), created)
 
 
+@describe("The visitor's transcript of one conversation", VISITOR, answer=list[ChatMessage], errors=(404,),
+          query=(query("conversationId", uuid.UUID, "The conversation.", required=True),))
 @get("/api/chat/messages")
 async def transcript(request: Request) -> Response:
     principal = await visitor(request)
@@ -105,18 +126,18 @@ async def profile_response(request: Request, principal: Principal, created: Crea
         row = await (await conn.execute(
             "SELECT id, email, nickname, phone, user_id FROM rm_customers WHERE id = %s AND org_id = %s",
             (principal.customer_id, principal.org_id))).fetchone()
-        metadata = await (await conn.execute(
-            "SELECT key, value FROM rm_customer_metadata WHERE customer_id = %s ORDER BY key",
-            (principal.customer_id,))).fetchall()
-    return json_response(Profile(*row, dict(metadata)), created)
+    return json_response(Profile(*row), created)
 
 
+@describe("The visitor's profile", VISITOR, answer=Profile)
 @get("/api/chat/profile")
 async def get_profile(request: Request) -> Response:
     principal = await visitor(request)
     return await profile_response(request, principal, None)
 
 
+@describe("Change the visitor's profile (only the fields given)", VISITOR, body=chat.ProfileUpdate,
+          answer=Profile, example={"nickname": "Ada", "phone": "+44 20 7946 0000"})
 @put("/api/chat/profile")
 async def update_profile(request: Request) -> Response:
     principal = await visitor(request)
@@ -125,5 +146,35 @@ async def update_profile(request: Request) -> Response:
     return await profile_response(request, principal, created)
 
 
-ROUTES = [start_session, start_conversation, list_conversations, post_message, transcript, get_profile,
-          update_profile]
+@describe("Set metadata on the visitor's current conversation (`setMetadata`)", VISITOR, body=chat.MetadataUpdate,
+          answer=chat.Metadata, example={"metadata": {"plan": "pro", "coupon": None}},
+          description="The current conversation is the visitor's latest open one; without one, the keys are held "
+                      "for the next conversation the visitor starts (`conversationId` is then null). A null value "
+                      "removes a key; a conversation holds at most 50.")
+@put("/api/chat/metadata")
+async def set_metadata(request: Request) -> Response:
+    principal = await visitor(request)
+    body = await decode_body(request, chat.MetadataUpdate)
+    await fresh(request, principal, None)
+    async with services(request).pool.connection() as conn:
+        current = await current_conversation(conn, principal.org_id, principal.customer_id)
+    created, metadata = await run_command(request, chat.set_metadata, principal, current, body)
+    return json_response(metadata, created)
+
+
+@describe("Set the page context the AI agent may read (readables and actions)", VISITOR, body=chat.ContextUpdate,
+          answer=ContextStored, example={
+              "readables": [{"userId": None, "description": "Cart", "value": {"items": 2}}],
+              "actions": [{"userId": None, "name": "applyCoupon", "description": "Applies a coupon code"}]},
+          description="The whole current set: it replaces the session's earlier one. At most 50 readables "
+                      "(each value at most 8 KiB of JSON) and 50 actions.")
+@put("/api/chat/context")
+async def set_context(request: Request) -> Response:
+    principal = await visitor(request)
+    body = await decode_body(request, chat.ContextUpdate)
+    created = await run_command(request, chat.set_context, principal, body)
+    return json_response(ContextStored(len(body.readables), len(body.actions)), created)
+
+
+ROUTES = [start_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,
+          update_profile, set_metadata, set_context]

@@ -1,4 +1,5 @@
-"""Resolving, reopening and marking spam: `PATCH /api/conversations/{id}` for an operator token."""
+"""Resolving, reopening, marking spam, pausing or resuming the AI agent: `PATCH /api/conversations/{id}`
+for an operator token."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ from litestar.params import FromPath
 
 from commands import conversations
 from parley.ids import parse_id
-from readapi.auth import authenticate
-from readapi.collections import CONVERSATIONS
+from readapi.auth import OPERATOR, authenticate
+from readapi.collections import CONVERSATION_RECORD, ConversationRecord
+from readapi.openapi import describe
 from readapi.routes.resources import one_response
 from readapi.services import decode_body, run_command
 
 
+@describe("Resolve, reopen or mark a conversation as spam; pause or resume the website's AI agent in it", OPERATOR, body=conversations.ConversationFlags,
+          answer=ConversationRecord, example={"resolved": True})
 @patch("/api/conversations/{conversation_id:str}")
 async def update_flags(request: Request, conversation_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, conversations.ConversationFlags)
     created = await run_command(request, conversations.update_flags, principal, parse_id(conversation_id), body)
-    return await one_response(request, CONVERSATIONS, principal, created.id, created=created)
+    return await one_response(request, CONVERSATION_RECORD, principal, created.id, created=created)
 
 
 ROUTES = [update_flags]

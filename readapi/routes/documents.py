@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
+from typing import Annotated, Literal
+
+import msgspec
 from litestar import Request, Response, delete, get, post, put
 from litestar.params import FromPath
 
 from commands import documents
 from commands.admin import Created
+from commands.documents import LOCALE_PATTERN
 from commands.principal import Principal
 from parley.ids import parse_id
-from readapi.auth import authenticate
+from readapi.auth import OPERATOR, VISITOR, Auth, authenticate
 from readapi.collections import read_one
 from readapi.document_search import search_documents
-from readapi.documents import DOCUMENTS, list_documents
+from readapi.cursors import CursorPage
+from readapi.documents import DOCUMENTS, Document, list_documents
+from readapi.document_search import Match
 from readapi.listing import Listing, listing_response, register
+from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
 from readapi.services import POSITION_HEADER, caught_up, decode_body, json_response, run_command, services, written
 
 READ_MODELS = ("documents",)
 SEARCH_READ_MODELS = ("documents", "search")
+READ = Auth(scope="documents:read")
+PUBLISHED_DOCUMENTS = dataclasses.replace(DOCUMENTS, extra_where="published")
+LIST_QUERY = collection_query(
+    DOCUMENTS, query("search", str, "Only documents whose title holds every word of this."),
+    query("pagination", Literal["cursor"], "`cursor` answers `{items, nextCursor}` pages instead of an array."),
+    query("cursor", str, "With `pagination=cursor`: the previous page's `nextCursor`."))
+SEARCH_QUERY = (
+    query("query", Annotated[str, msgspec.Meta(min_length=1, max_length=1000, pattern=r"\S")], "What to look for.",
+          required=True),
+    query("locale", Annotated[str, msgspec.Meta(pattern=LOCALE_PATTERN)], "The documents' locale; `en` by default."),
+    query("limit", Annotated[int, msgspec.Meta(ge=1)], "At most this many matches (10 by default, capped at 50)."),
+    query("websiteId", uuid.UUID, "Only this website's documents."),
+)
 
 
 async def _document(request: Request, principal: Principal, created: Created) -> Response:
@@ -36,22 +58,37 @@ async def _search(request: Request, principal: Principal) -> Response:
 register(Listing("documents", "documents:read", list_documents, READ_MODELS))
 
 
+@describe("List the help documents", READ, answer=(ListOf(Document), CursorPage[partial(Document)]), query=LIST_QUERY)
 @get("/api/documents")
 async def list_documents_route(request: Request) -> Response:
     return await listing_response(request, "documents")
 
 
+@describe("Search the published help documents", READ, answer=list[Match], query=SEARCH_QUERY)
 @get("/api/documents/search")
 async def search_route(request: Request) -> Response:
     return await _search(request, await authenticate(request, scope="documents:read"))
 
 
+@describe("Search the visitor's website's published help documents", VISITOR, answer=list[Match],
+          query=SEARCH_QUERY[:3])
 @get("/api/chat/documents/search")
 async def chat_search_route(request: Request) -> Response:
     """The widget's searchDocuments(query, locale): the visitor's website only."""
     return await _search(request, await authenticate(request, accept=("chat",)))
 
 
+@describe("Read a published help document of the visitor's website", VISITOR, answer=Document, errors=(404,))
+@get("/api/chat/documents/{document_id:str}")
+async def chat_document(request: Request, document_id: FromPath[str]) -> Response:
+    """The widget opens a search result in its panel: published documents only, of the visitor's website."""
+    principal = await authenticate(request, accept=("chat",))
+    await caught_up(request, READ_MODELS)
+    async with services(request).pool.connection() as conn:
+        return json_response(await read_one(conn, PUBLISHED_DOCUMENTS, principal, parse_id(document_id)))
+
+
+@describe("Read a help document", READ, answer=Document)
 @get("/api/documents/{document_id:str}")
 async def get_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, scope="documents:read")
@@ -61,6 +98,11 @@ async def get_document(request: Request, document_id: FromPath[str]) -> Response
         return json_response(await read_one(conn, DOCUMENTS, principal, parse_id(document_id)))
 
 
+@describe("Write a help document", OPERATOR, body=documents.DocumentCreate, answer=Document, errors=(404,),
+          links={"get_document": {"documentId": ID}, "update_document": {"documentId": ID},
+                 "delete_document": {"documentId": ID}},
+          example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "title": "Resetting your password",
+                   "content": "Open Settings, then Security.", "locale": "en", "published": True})
 @post("/api/documents", status_code=200)
 async def create_document(request: Request) -> Response:
     principal = await authenticate(request, accept=("operator",))
@@ -68,6 +110,8 @@ async def create_document(request: Request) -> Response:
     return await _document(request, principal, await run_command(request, documents.create_document, principal, body))
 
 
+@describe("Change a help document (only the fields given)", OPERATOR, body=documents.DocumentUpdate,
+          answer=Document, example={"published": False})
 @put("/api/documents/{document_id:str}")
 async def update_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
@@ -76,6 +120,7 @@ async def update_document(request: Request, document_id: FromPath[str]) -> Respo
     return await _document(request, principal, created)
 
 
+@describe("Delete a help document", OPERATOR, status=204)
 @delete("/api/documents/{document_id:str}", status_code=200)  # the Response below sets 204
 async def delete_document(request: Request, document_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
@@ -84,5 +129,5 @@ async def delete_document(request: Request, document_id: FromPath[str]) -> Respo
     return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
 
 
-ROUTES = [list_documents_route, search_route, chat_search_route, get_document, create_document, update_document,
+ROUTES = [list_documents_route, search_route, chat_search_route, chat_document, get_document, create_document, update_document,
           delete_document]

@@ -7,12 +7,13 @@ from litestar.params import FromPath
 
 from commands import feedback
 from parley.ids import parse_id
-from readapi.auth import authenticate
-from readapi.collections import MESSAGES
+from readapi.auth import OPERATOR, VISITOR, authenticate
+from readapi.collections import MESSAGES, Message
+from readapi.openapi import describe
 from readapi.routes.chat import fresh, visitor
 from readapi.routes.resources import one_response
 from readapi.services import decode_body, json_response, run_command, services
-from readapi.visitor_views import VisitorReactions, visitor_messages
+from readapi.visitor_views import ChatMessage, VisitorReactions, visitor_messages
 
 
 async def visitor_feedback(request: Request, message_id: str, shape: type, command) -> tuple:
@@ -26,12 +27,15 @@ async def visitor_feedback(request: Request, message_id: str, shape: type, comma
     return message, created
 
 
+@describe("Rate a message as the visitor", VISITOR, body=feedback.VisitorRating, answer=ChatMessage)
 @post("/api/messages/{message_id:str}/rating", status_code=200)
 async def rate_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
     message, created = await visitor_feedback(request, message_id, feedback.VisitorRating, feedback.rate_as_visitor)
     return json_response(message, created)
 
 
+@describe("React to a message as the visitor (null clears the reaction)", VISITOR, body=feedback.VisitorReaction,
+          answer=VisitorReactions, errors=(409,))
 @post("/api/messages/{message_id:str}/reaction/customer", status_code=200)
 async def react_as_visitor(request: Request, message_id: FromPath[str]) -> Response:
     message, created = await visitor_feedback(request, message_id, feedback.VisitorReaction,
@@ -47,11 +51,14 @@ async def operator_feedback(request: Request, message_id: str, shape: type, comm
     return await one_response(request, MESSAGES, principal, created.id, created=created)
 
 
+@describe("Rate a message as the team", OPERATOR, body=feedback.OperatorRating, answer=Message)
 @post("/api/messages/{message_id:str}/rating/operator", status_code=200)
 async def rate_as_operator(request: Request, message_id: FromPath[str]) -> Response:
     return await operator_feedback(request, message_id, feedback.OperatorRating, feedback.rate_as_operator)
 
 
+@describe("React to a message as the team (null clears the reaction)", OPERATOR, body=feedback.OperatorReaction,
+          answer=Message, errors=(409,))
 @post("/api/messages/{message_id:str}/reaction/operator", status_code=200)
 async def react_as_operator(request: Request, message_id: FromPath[str]) -> Response:
     return await operator_feedback(request, message_id, feedback.OperatorReaction, feedback.react_as_operator)

@@ -6,18 +6,25 @@ A reconnecting client sends `Last-Event-ID` and receives exactly what it missed.
 from __future__ import annotations
 
 import uuid
-from typing import AsyncIterator, Awaitable, Callable
+from typing import Annotated, AsyncIterator, Awaitable, Callable
+
+import msgspec
 
 from litestar import Request, get
 from litestar.response import Stream
 
 from commands.errors import Invalid
 from delivery.realtime import Channel, Realtime
-from readapi.auth import authenticate
+from readapi.auth import OPERATOR, VISITOR, authenticate
+from readapi.openapi import describe, header
 from readapi.services import services
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 OPENED = b"retry: 1000\n\n"
+LAST_EVENT_ID = header("Last-Event-ID", Annotated[str, msgspec.Meta(pattern="^[0-9]*$")],
+                       "The id of the last event received: the stream resumes after it.")
+FRAMES = ("Server-Sent Events. The first frame is `retry: 1000`; then each change is an `id:` (its position), "
+          "an `event:` naming it and a `data:` JSON object. ")
 
 
 def realtime(request: Request) -> Realtime:
@@ -56,12 +63,20 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
     return Stream(body(), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
+@describe("The organization's changes as they happen", OPERATOR, answer=FRAMES + "Events: `conversation.created` "
+          "(a Conversation), `conversation.updated` ({conversationId, resolved, spam}), `message.created` "
+          "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions).",
+          media_type="text/event-stream", query=(LAST_EVENT_ID,))
 @get("/api/realtime")
 async def operator_stream(request: Request) -> Stream:
     principal = await authenticate(request, accept=("operator",))
     return event_stream(request, Channel("operator", principal.org_id))
 
 
+@describe("What the visitor may see, as it happens", VISITOR, answer=FRAMES + "Events: `conversation.created` "
+          "(a ChatConversation), `message.created` (a ChatMessage, never an internal note), "
+          "`MESSAGE_UPDATED_EVENT` ({messageId}: read the message again).", media_type="text/event-stream",
+          query=(LAST_EVENT_ID,))
 @get("/api/chat/realtime")
 async def visitor_stream(request: Request) -> Stream:
     """A visitor holding this stream open is online (the inbox's `online` filter)."""

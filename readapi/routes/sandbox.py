@@ -17,6 +17,8 @@ from commands import sandbox
 from commands.errors import NotFound
 from commands.streams import now
 from parley.ids import parse_id
+from readapi.auth import PUBLIC
+from readapi.openapi import ID, describe
 from readapi.services import json_response, run_command, services, written
 
 JOBS_PATH = "/api/sandbox/documentsummaryjobs"
@@ -59,11 +61,16 @@ def job_state(job_id: uuid.UUID, created_at: datetime, at: datetime, duration_se
     return SummaryJob(job_id, "running")
 
 
+@describe("The sandbox's fixed demonstration documents (no credential)", PUBLIC, answer=list[SandboxDocument],
+          tag="sandbox")
 @get("/api/sandbox/documents")
 async def list_documents() -> Response:
     return json_response(SANDBOX_DOCUMENTS)
 
 
+@describe("Start a sandbox summary job (no credential); it finishes by itself", PUBLIC, answer=SummaryJob,
+          links={"get_summary_job": {"jobId": ID}},
+          headers=("Location",), tag="sandbox")
 @post(JOBS_PATH, status_code=202)
 async def create_summary_job(request: Request) -> Response:
     created = await run_command(request, sandbox.create_summary_job)
@@ -73,6 +80,7 @@ async def create_summary_job(request: Request) -> Response:
     return response
 
 
+@describe("Read a sandbox summary job", PUBLIC, answer=SummaryJob, tag="sandbox")
 @get(JOBS_PATH + "/{job_id:str}")
 async def get_summary_job(request: Request, job_id: FromPath[str]) -> Response:
     svc = services(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put
@@ -14,13 +15,29 @@ from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from delivery import log as delivery_log
 from parley.ids import parse_id
-from readapi.auth import authenticate
+from readapi.auth import OPERATOR, authenticate
 from readapi.collections import (
     WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
 )
+from readapi.openapi import ID, collection_query, describe, query
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 
 PROJECTIONS = ("core", "webhooks")
+DELIVERIES_QUERY = (
+    query("limit", Annotated[int, msgspec.Meta(ge=0, le=delivery_log.PAGE_MAX)],
+          f"At most this many deliveries ({delivery_log.PAGE_DEFAULT} by default)."),
+    query("cursor", str, "The previous page's `nextCursor`."),
+    query("status", Literal[delivery_log.STATUSES], "Only deliveries in this state."),
+)
+
+
+class Deleted(msgspec.Struct, rename={"id": "_id"}):
+    id: uuid.UUID
+    deleted: bool
+
+
+class Redelivering(msgspec.Struct):
+    redelivering: int
 
 
 async def operator(request: Request) -> Principal:
@@ -38,6 +55,8 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
         return await read_one(conn, WEBHOOK_SUBSCRIPTIONS, principal, subscription_id)
 
 
+@describe("List the webhook subscriptions", OPERATOR, answer=list[WebhookSubscription],
+          query=collection_query(WEBHOOK_SUBSCRIPTIONS)[:-1])
 @get("/api/webhooksubscriptions")
 async def list_subscriptions(request: Request) -> Response:
     principal = await operator(request)
@@ -47,6 +66,12 @@ async def list_subscriptions(request: Request) -> Response:
         return json_response(await read_list(conn, WEBHOOK_SUBSCRIPTIONS, principal, request.query_params))
 
 
+@describe("Subscribe a URL to events; the answer alone carries the signing secret", OPERATOR,
+          links={"update_subscription": {"subscriptionId": ID}, "delete_subscription": {"subscriptionId": ID},
+                 "list_deliveries": {"subscriptionId": ID}, "recover_deliveries": {"subscriptionId": ID}},
+          body=webhooks.WebhookCreate, answer=WebhookSubscriptionWithSecret,
+          example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "url": "https://example.com/hooks",
+                   "events": ["message.created"]})
 @post("/api/webhooksubscriptions", status_code=200)
 async def create_subscription(request: Request) -> Response:
     principal = await operator(request)
@@ -57,6 +82,8 @@ async def create_subscription(request: Request) -> Response:
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
+@describe("Change a webhook subscription (only the fields given)", OPERATOR, body=webhooks.WebhookUpdate,
+          answer=WebhookSubscription, example={"active": True})
 @put("/api/webhooksubscriptions/{subscription_id:str}")
 async def update_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
@@ -66,14 +93,17 @@ async def update_subscription(request: Request, subscription_id: FromPath[str]) 
     return json_response(await subscription(request, principal, created.id, created), created)
 
 
+@describe("Delete a webhook subscription", OPERATOR, answer=Deleted)
 @delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
 async def delete_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
     await written(request, created, PROJECTIONS)
-    return json_response({"_id": str(created.id), "deleted": True}, created)
+    return json_response(Deleted(created.id, True), created)
 
 
+@describe("The subscription's delivery log, with each delivery's attempts", OPERATOR,
+          answer=delivery_log.DeliveryPage, query=DELIVERIES_QUERY)
 @get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
 async def list_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
@@ -82,6 +112,7 @@ async def list_deliveries(request: Request, subscription_id: FromPath[str]) -> R
         return json_response(await delivery_log.deliveries_page(conn, found.id, request.query_params))
 
 
+@describe("Deliver one delivery again", OPERATOR, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
 @post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
 async def retry_delivery(request: Request, subscription_id: FromPath[str], delivery_id: FromPath[str]) -> Response:
     principal = await operator(request)
@@ -93,13 +124,15 @@ async def retry_delivery(request: Request, subscription_id: FromPath[str], deliv
         return json_response(await delivery_log.delivery(conn, found.id, target))
 
 
+@describe("Deliver again everything since a time", OPERATOR, body=delivery_log.Recover, answer=Redelivering,
+          errors=(409,), position=False, example={"since": "2026-11-23T00:00:00Z"})
 @post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
 async def recover_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
     principal = await operator(request)
     body = await decode_body(request, delivery_log.Recover)
     found = await active_subscription(request, principal, subscription_id)
     async with services(request).pool.connection() as conn:
-        return json_response({"redelivering": await delivery_log.recover(conn, found.id, body.since)})
+        return json_response(Redelivering(await delivery_log.recover(conn, found.id, body.since)))
 
 
 async def active_subscription(request: Request, principal: Principal, subscription_id: FromPath[str]) -> WebhookSubscription:

@@ -23,6 +23,7 @@ from psycopg import pq
 from eventsourcing.persistence import IntegrityError as RecorderIntegrityError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg_pool import AsyncConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from events.types import EVENT_TYPES, Event
 
@@ -273,6 +274,30 @@ def connect_timeout(wait_seconds: float) -> int:
     return max(2, round(wait_seconds))
 
 
+class _CappedBackoff(AttemptWithBackoff):
+    """psycopg_pool's reconnection backoff doubles without bound (1, 2, 4 … s), so after an outage of some
+    seconds the pool's next attempt could come half a minute after the server is back, every request
+    answering 503 meanwhile. Capped, the service is back within seconds of the database."""
+
+    MAX_DELAY = 2.0
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, self.MAX_DELAY)
+
+
+class RecoveringPool(AsyncConnectionPool):
+    """An autocommit pool whose checkout waits at most `wait_seconds` (the caller answers 503 then) and
+    which reconnects promptly once PostgreSQL is back."""
+
+    def __init__(self, database_url: str, min_size: int, max_size: int, wait_seconds: float):
+        super().__init__(database_url, min_size=min_size, max_size=max_size, timeout=wait_seconds, open=False,
+                         kwargs={"autocommit": True, "connect_timeout": connect_timeout(wait_seconds)})
+
+    async def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        await super()._add_connection(attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing)
+
+
 def datastore_for(database_url: str, pool_size: int, wait_seconds: float = 5.0) -> PostgresDatastore:
     parts = urlsplit(database_url)
     return PostgresDatastore(
@@ -374,10 +399,7 @@ class EventStore:
     # --- asynchronous
 
     async def open_async(self, pool_size: int = 4) -> None:
-        self._pool = AsyncConnectionPool(self.database_url, min_size=1, max_size=pool_size,
-                                         timeout=self.wait_seconds, open=False,
-                                         kwargs={"autocommit": True,
-                                                 "connect_timeout": connect_timeout(self.wait_seconds)})
+        self._pool = RecoveringPool(self.database_url, 1, pool_size, self.wait_seconds)
         await self._pool.open(wait=True)
 
     async def close_async(self) -> None:

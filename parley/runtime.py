@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from psycopg_pool import AsyncConnectionPool
 
 from delivery.campaigns import run_sender
 from delivery.agent import run_worker as run_agent_worker
 from delivery.webhooks import run_dispatcher
-from events.store import EventStore, connect_timeout
+from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
 from parley.settings import Settings
@@ -191,7 +190,7 @@ class Runtime:
                                 wait_seconds=settings.database_wait_seconds)
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
         self.tasks: list[asyncio.Task] = []
-        self.pool: AsyncConnectionPool | None = None
+        self.pool: RecoveringPool | None = None
         self.services = None
         self.on_stop_serving: list[Callable[[], None]] = []
 
@@ -224,9 +223,7 @@ class Runtime:
         from readapi.services import Services
 
         wait = self.settings.database_wait_seconds  # a request never waits longer for a connection: 503
-        self.pool = AsyncConnectionPool(self.database_url, min_size=2, max_size=self.settings.db_pool_size,
-                                        timeout=wait, open=False,
-                                        kwargs={"autocommit": True, "connect_timeout": connect_timeout(wait)})
+        self.pool = RecoveringPool(self.database_url, 2, self.settings.db_pool_size, wait)
         await self.pool.open(wait=True)
         await self.store.open_async()
         async with self.pool.connection() as conn:

@@ -54,6 +54,10 @@ END $$"""
 CATCH_UP_BATCH = 1000
 LIVE_BATCH = 500
 SKIPPED_STORE_SECONDS = 0.25  # how long a runner with `on_reached` keeps skipped positions in memory
+# How often an idle runner checks its connection. Its commits do not wait for the disk, so a PostgreSQL
+# crash can rewind the stored positions behind the ones it keeps in memory; without a check, a quiet
+# runner would not notice (and catch up again) until the next event, and reads would wait on it meanwhile.
+IDLE_CHECK_SECONDS = 2.0
 
 
 class Projection(Protocol):
@@ -316,12 +320,27 @@ class ProjectionRunner:
         """Applies the log as the tail brings it: from the stream, or from the store while NATS is down."""
         self.tail = stream.Tail(self.store, self.nats_url, self.stream, batch=LIVE_BATCH,
                                 name=f"projections {self.name}")
-        async with aclosing(self.tail.batches(min(self.positions.values()))) as batches:
-            async for batch in batches:
-                if batch:
-                    await self._apply(conn, batch)
-                if self._store_by is not None and asyncio.get_running_loop().time() >= self._store_by:
-                    await self._store_positions(conn)
+        loop = asyncio.get_running_loop()
+        checked_at = loop.time()
+        waking = asyncio.create_task(self._wake_while_idle())
+        try:
+            async with aclosing(self.tail.batches(min(self.positions.values()))) as batches:
+                async for batch in batches:
+                    if batch:
+                        await self._apply(conn, batch)
+                        checked_at = loop.time()
+                    elif loop.time() - checked_at >= IDLE_CHECK_SECONDS:
+                        await conn.execute("SELECT 1")  # raises if the server went away: start again
+                        checked_at = loop.time()
+                    if self._store_by is not None and loop.time() >= self._store_by:
+                        await self._store_positions(conn)
+        finally:
+            waking.cancel()
+
+    async def _wake_while_idle(self) -> None:
+        while True:
+            await asyncio.sleep(IDLE_CHECK_SECONDS)
+            self.tail.wake()
 
     async def _apply(self, conn: psycopg.AsyncConnection, batch: list[Recorded]) -> None:
         reached, handled = plan_batch(self.projections, batch, self.positions)

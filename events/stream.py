@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import nats
 import psycopg
@@ -20,6 +20,7 @@ from nats.js import JetStreamContext
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.errors import ConnectionClosedError
 from nats.js.errors import NotFoundError
 
 from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
@@ -28,6 +29,7 @@ from parley.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
 tail_log = logging.getLogger("parley.stream")
+T = TypeVar("T")
 
 DEFAULT_STREAM = "PARLEY_EVENTS"
 POSITION = "Nats-Msg-Id"  # the event's position: the id JetStream deduplicates on is the position itself
@@ -312,9 +314,10 @@ class Tail:
                 yield []
 
     async def _from_stream(self) -> AsyncIterator[list[Recorded]]:
-        inbox, connection = self._inbox, []
+        inbox, connection, closed_now = self._inbox, [], asyncio.Event()
 
         async def closed() -> None:
+            closed_now.set()
             inbox.put_nowait(Lost(connection[0]))
 
         try:
@@ -324,19 +327,24 @@ class Tail:
             raise StreamUnavailable(f"cannot connect: {type(exc).__name__}") from None
         try:
             try:
-                sub, _ = await follow(nc.jetstream(), self.stream, self.position, inbox)
+                sub, _ = await _unless_closed(follow(nc.jetstream(), self.stream, self.position, inbox), closed_now)
             except Exception as exc:  # noqa: BLE001 - JetStream not ready, the connection lost meanwhile
                 raise StreamUnavailable(f"cannot subscribe: {type(exc).__name__}") from None
             self.from_stream = True
+            loop = asyncio.get_running_loop()
+            quiet_since = loop.time()  # a wake-up is not a message: it does not put the stall check off
             while True:
                 try:
-                    items = [await asyncio.wait_for(inbox.get(), STALL_SECONDS)]
+                    items = [await asyncio.wait_for(inbox.get(), quiet_since + STALL_SECONDS - loop.time())]
                 except TimeoutError:
                     if await self._store_is_ahead():
                         raise StreamUnavailable(f"no message for {STALL_SECONDS:g} s while the store has more")
+                    quiet_since = loop.time()
                     continue
                 while len(items) < self.batch and not inbox.empty():
                     items.append(inbox.get_nowait())
+                if any(item is not WAKE for item in items):
+                    quiet_since = loop.time()
                 async for batch in self._batches_of(items, nc):
                     yield batch
         finally:
@@ -381,6 +389,20 @@ class Tail:
             self.position = at  # provisional: a gap check against the next message needs it
         if batch or woken or passed_over:
             yield batch  # empty after a wake-up, or when all was passed over (`position` moved)
+
+
+async def _unless_closed(work: Awaitable[T], closed: asyncio.Event) -> T:
+    """`work`'s result, or ConnectionClosedError as soon as the connection closes: nats-py leaves a request
+    waiting out its whole time-out (5 s for JetStream's) when the connection closes under it."""
+    task, watch = asyncio.ensure_future(work), asyncio.ensure_future(closed.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        raise ConnectionClosedError
+    return task.result()
 
 
 async def _close(nc: nats.NATS) -> None:

@@ -18,7 +18,7 @@ from commands.admin import Created
 from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import Principal
 from commands.streams import load, name_stream, now
-from delivery.addresses import RefusedTarget, check_url
+from commands.webhooks import valid_url  # the agent's URL passes the webhooks' SSRF guard
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
 
@@ -93,13 +93,6 @@ def load_agent(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -> A
         state = replace(state, version=recorded.version, configured=(
             e if isinstance(e, ev.AgentConfigured) else None if isinstance(e, ev.AgentRemoved) else state.configured))
     return state
-
-
-def valid_url(url: str, allow_private: bool) -> str:
-    try:
-        return check_url(url.strip(), allow_private=allow_private)
-    except RefusedTarget as exc:
-        raise Invalid(str(exc), "url") from None
 
 
 def new_secret() -> str:

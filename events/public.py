@@ -263,7 +263,7 @@ class AgentRunEnded(Shape, frozen=True):
     error: str | None = None
 
 
-class DocumentCreated(Shape, frozen=True):
+class DocumentState(Shape, frozen=True):
     document_id: uuid.UUID
     website_id: uuid.UUID
     title: str
@@ -271,17 +271,14 @@ class DocumentCreated(Shape, frozen=True):
     category: str | None
     published: bool
     content: str
+
+
+class DocumentCreated(DocumentState, frozen=True):
     source: str | None = None
 
 
-class DocumentUpdated(Shape, frozen=True):
-    document_id: uuid.UUID
-    website_id: uuid.UUID
-    title: str
-    locale: str
-    category: str | None
-    published: bool
-    content: str
+class DocumentUpdated(DocumentState, frozen=True):
+    pass
 
 
 class DocumentDeleted(Shape, frozen=True):

@@ -22,7 +22,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -33,13 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
-from bench.serve import start_serve  # noqa: E402
+from bench.serve import serve_on_fresh_database  # noqa: E402
 from bench.write_read import floor_rate  # noqa: E402
 from commands import admin  # noqa: E402
 from commands.streams import now  # noqa: E402
 from events import types as ev  # noqa: E402
 from events.store import EventStore, Pending  # noqa: E402
-from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 from parley.ids import new_id  # noqa: E402
 
 SEED_PER_APPEND = 5_000
@@ -159,26 +157,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
-    started = []
-    database_url, nats_url = os.environ.get("PARLEY_DATABASE_URL"), os.environ.get("PARLEY_NATS_URL")
-    if not (database_url and nats_url):
-        postgres, nats_server = EmbeddedPostgres(tmp / "postgres"), EmbeddedNats(tmp / "nats")
-        postgres.start()
-        nats_server.start()
-        started += [postgres, nats_server]
-        database_url, nats_url = postgres.url, nats_server.url
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    database_url = database_url.rsplit("/", 1)[0] + "/" + name
-    env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
-           "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING",
-           "PARLEY_CAMPAIGN_BATCH_SIZE": str(args.batch),
-           "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}  # measured here is the send, not the rate limiter
     os.environ["PARLEY_CAMPAIGN_BATCH_SIZE"] = str(args.batch)
-    server, base_url = start_serve(tmp, env)
-    try:
+    # measured here is the send, not the rate limiter
+    with serve_on_fresh_database({"PARLEY_CAMPAIGN_BATCH_SIZE": str(args.batch),
+                                  "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}) as served:
+        base_url, database_url = served.base_url, served.database_url
         store = EventStore(database_url, pool_size=1)
         org = admin.create_org(store, "Bench")
         website, _ = admin.create_website(store, org.id, "bench-site", None)
@@ -189,11 +172,6 @@ def main() -> None:
         wait_projected(database_url, position)
         asyncio.run(measure(base_url, {"Authorization": f"Token {operator_token}"}, str(website.id),
                             str(chat_website.id), args.clients, args.customers, database_url))
-    finally:
-        server.terminate()
-        server.wait(30)
-        for s in reversed(started):
-            s.stop()
 
 
 if __name__ == "__main__":

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+import tempfile
 import threading
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
+
+import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 
 def start_serve(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -21,3 +32,40 @@ def start_serve(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen, 
             threading.Thread(target=proc.stdout.read, daemon=True).start()
             return proc, line.rsplit(" ", 1)[1].strip()
     raise RuntimeError(f"parley serve exited with {proc.wait()} before it listened")
+
+
+@dataclass
+class Served:
+    base_url: str
+    database_url: str  # the benchmark's own database
+    server: subprocess.Popen
+    embedded: list = field(default_factory=list)  # the PostgreSQL and NATS started here (none when external)
+
+
+@contextlib.contextmanager
+def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
+    """`parley serve` on a database of its own: on PARLEY_DATABASE_URL and PARLEY_NATS_URL when both are
+    set, else on an embedded PostgreSQL and NATS started (and stopped) here. `settings` are PARLEY_*
+    variables added to the server's environment."""
+    tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+    embedded = []
+    database_url, nats_url = os.environ.get("PARLEY_DATABASE_URL"), os.environ.get("PARLEY_NATS_URL")
+    if not (database_url and nats_url):
+        embedded = [EmbeddedPostgres(tmp / "postgres"), EmbeddedNats(tmp / "nats")]
+        for server in embedded:
+            server.start()
+        database_url, nats_url = embedded[0].url, embedded[1].url
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    database_url = database_url.rsplit("/", 1)[0] + "/" + name
+    env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
+           "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING", **settings}
+    server, base_url = start_serve(tmp, env)
+    try:
+        yield Served(base_url, database_url, server, embedded)
+    finally:
+        server.terminate()
+        server.wait(30)
+        for started in reversed(embedded):
+            started.stop()

@@ -24,10 +24,8 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -39,9 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from commands import admin  # noqa: E402
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
-from bench.serve import start_serve  # noqa: E402
+from bench.serve import serve_on_fresh_database  # noqa: E402
 from events.store import EventStore  # noqa: E402
-from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 
 def run_parallel(clients: int, per_client: int, work) -> float:
@@ -154,26 +151,10 @@ def main() -> None:
     args = parser.parse_args()
     per_client = args.messages // args.clients
 
-    tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
-    started = []
-    database_url, nats_url = os.environ.get("PARLEY_DATABASE_URL"), os.environ.get("PARLEY_NATS_URL")
-    if not (database_url and nats_url):
-        postgres, nats_server = EmbeddedPostgres(tmp / "postgres"), EmbeddedNats(tmp / "nats")
-        postgres.start()
-        nats_server.start()
-        started += [postgres, nats_server]
-        database_url, nats_url = postgres.url, nats_server.url
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    database_url = database_url.rsplit("/", 1)[0] + "/" + name
-
-    env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
-           "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING",
-           # measured here is the write path, not the rate limiter
-           "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000", "PARLEY_RATE_APIKEY_PER_MINUTE": "100000000"}
-    server, base_url = start_serve(tmp, env)
-    try:
+    # measured here is the write path, not the rate limiter
+    with serve_on_fresh_database({"PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000",
+                                  "PARLEY_RATE_APIKEY_PER_MINUTE": "100000000"}) as served:
+        base_url, database_url, server, started = served.base_url, served.database_url, served.server, served.embedded
         store = EventStore(database_url, pool_size=1)
         org = admin.create_org(store, "Bench")
         website, _ = admin.create_website(store, org.id, "bench-site", None)
@@ -206,11 +187,6 @@ def main() -> None:
         print(f"visible to another credential after POST start: p50 {statistics.median(visible_after) * ms:.1f} ms,"
               f" p99 {percentile(visible_after, 99) * ms:.1f} ms (goal p99 <= 20 ms); "
               f"p99 / floor per-row time = {percentile(visible_after, 99) * floor / args.clients:.1f}")
-    finally:
-        server.terminate()
-        server.wait(30)
-        for s in reversed(started):
-            s.stop()
 
 
 if __name__ == "__main__":

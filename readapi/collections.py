@@ -234,7 +234,8 @@ def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[l
     return where, args
 
 
-def order_clause(collection: Collection, params: Mapping[str, str]) -> str:
+def parse_sort(collection: Collection, params: Mapping[str, str]) -> tuple[str, str]:
+    """`sortField` and `sortDirection`: the column to sort by and ASC or DESC."""
     sort_field = params.get("sortField") or collection.default_sort
     if sort_field not in collection.sorts:
         raise Invalid(f"sortField must be one of {sorted(collection.sorts)}", "sortField")
@@ -244,7 +245,11 @@ def order_clause(collection: Collection, params: Mapping[str, str]) -> str:
     direction = direction.upper()
     if direction not in ("ASC", "DESC"):
         raise Invalid("sortDirection must be ASC or DESC", "sortDirection")
-    column = collection.sorts[sort_field]
+    return collection.sorts[sort_field], direction
+
+
+def order_clause(collection: Collection, params: Mapping[str, str]) -> str:
+    column, direction = parse_sort(collection, params)
     return f"{column} {direction}, id {direction}"
 
 

@@ -18,7 +18,8 @@ from events.history import HEAD, HistoryFilter, pages_async
 from events.public import Shape, public_of
 from events.store import Recorded, decode_event
 from parley.ids import parse_id
-from readapi.collections import MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int, project
+from readapi.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
+                                 parse_sort, project)
 from readapi.history_query import parse_time
 from readapi.openapi import query
 from readapi.services import Services
@@ -104,14 +105,8 @@ async def messages_as_of(svc: Services, principal: Principal, params: Mapping[st
         raise Invalid("asOf reads one conversation's messages: name it with conversationId", "conversationId")
     fields = parse_fields(params, Message)
     limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
-    sort_field = params.get("sortField") or MESSAGES.default_sort
-    if sort_field not in MESSAGES.sorts:
-        raise Invalid(f"sortField must be one of {sorted(MESSAGES.sorts)}", "sortField")
-    direction = (params.get("sortDirection") or "ASC").upper()
-    if direction not in ("ASC", "DESC"):
-        raise Invalid("sortDirection must be ASC or DESC", "sortDirection")
+    column, direction = parse_sort(MESSAGES, params)
     _, messages = fold(await conversation_events(svc, principal, parse_id(params["conversationId"]), as_of))
-    column = MESSAGES.sorts[sort_field]
     ordered = sorted(messages.values(), key=lambda m: (getattr(m, column), m.id), reverse=direction == "DESC")
     return project(ordered[skip:skip + limit] if limit else ordered[skip:], fields)
 

@@ -254,7 +254,45 @@ class _Schemas:
         assert resolved[-1] == {"$ref": "#/components/schemas/Problem"}
         for target, key, indexes in self.places:
             target[key] = resolved[indexes[0]] if len(indexes) == 1 else {"anyOf": [resolved[i] for i in indexes]}
+        _mark_date_times(self.types, components)
         return components
+
+
+def _mark_date_times(types: list[Any], components: dict[str, Any]) -> None:
+    """msgspec writes a datetime field as a bare string (it adds `format: date-time` only for a type that
+    demands a time zone), so the document says what those strings are itself."""
+    seen: set[type] = set()
+
+    def is_time(info: msgspec.inspect.Type) -> bool:
+        return isinstance(info, msgspec.inspect.DateTimeType) or (
+            isinstance(info, msgspec.inspect.UnionType) and any(map(is_time, info.types)))
+
+    def mark(schema: dict[str, Any]) -> None:
+        for branch in schema.get("anyOf", [schema]):
+            if branch.get("type") == "string":
+                branch["format"] = "date-time"
+
+    def walk(info: msgspec.inspect.Type) -> None:
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls in seen:
+                return
+            seen.add(info.cls)
+            properties = components.get(info.cls.__name__, {}).get("properties", {})
+            for field in info.fields:
+                if is_time(field.type) and field.encode_name in properties:
+                    mark(properties[field.encode_name])
+                walk(field.type)
+        elif isinstance(info, msgspec.inspect.UnionType):
+            for member in info.types:
+                walk(member)
+        elif isinstance(info, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.FrozenSetType,
+                               msgspec.inspect.VarTupleType)):
+            walk(info.item_type)
+        elif isinstance(info, msgspec.inspect.DictType):
+            walk(info.value_type)
+
+    for info in msgspec.inspect.multi_type_info(types):
+        walk(info)
 
 
 def _summary_kinds(auth: Auth) -> str:

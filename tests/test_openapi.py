@@ -81,6 +81,19 @@ def test_operations_carry_bodies_parameters_errors_and_security(document):
     assert document["paths"]["/api/chat/sessions"]["post"]["security"] == []
 
 
+def test_times_are_date_time_strings_and_webhook_events_an_enum(document):
+    schemas = document["components"]["schemas"]
+    assert schemas["Message"]["properties"]["creationTime"] == {"type": "string", "format": "date-time"}
+    assert {"type": "string", "format": "date-time"} in schemas["Message"]["properties"]["ratingTime"]["anyOf"]
+    assert schemas["WebhookSubscription"]["properties"]["createdAt"]["format"] == "date-time"
+    untyped = [(name, field) for name, schema in schemas.items()
+               for field, prop in schema.get("properties", {}).items()
+               if field.endswith(("Time", "At")) and "date-time" not in str(prop)]
+    assert not untyped, untyped
+    events = schemas["WebhookCreate"]["properties"]["events"]["items"]
+    assert events["enum"] == ["message.created", "conversation.created", "customer.created"]
+
+
 def test_the_live_server_serves_the_document_and_offline_docs(http, document):
     served = http.get("/schema/openapi.json")
     assert served.status_code == 200 and served.headers["content-type"].startswith("application/json")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from dataclasses import dataclass, replace
+from typing import Annotated
 
 import msgspec
 
@@ -22,18 +23,20 @@ from events.store import EventStore, Pending, StreamConflict
 from parley.ids import new_id
 
 EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
+# Documented as the enum it is; checked by `valid_events`, which names the unknown one in its answer.
+EventName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(EVENT_NAMES)})]
 FAILURE_LIMIT = 20  # the contract's rule: this many failed deliveries in a row disable the subscription
 
 
 class WebhookCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     website_id: str
     url: str
-    events: list[str] = []
+    events: list[EventName] = []
 
 
 class WebhookUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     url: str | msgspec.UnsetType = msgspec.UNSET
-    events: list[str] | msgspec.UnsetType = msgspec.UNSET
+    events: list[EventName] | msgspec.UnsetType = msgspec.UNSET
     active: bool | msgspec.UnsetType = msgspec.UNSET
     # named only to refuse them clearly: both are immutable
     secret: str | None | msgspec.UnsetType = msgspec.UNSET

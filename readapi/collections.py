@@ -15,6 +15,7 @@ import psycopg
 
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
+from commands.webhooks import EventName
 from events import types as ev
 from parley.ids import parse_id
 
@@ -294,7 +295,7 @@ class WebhookSubscription(msgspec.Struct, rename={
     id: uuid.UUID
     website_id: uuid.UUID
     url: str
-    events: list[str]
+    events: list[EventName]
     active: bool
     disabled_reason: str | None
     consecutive_failures: int

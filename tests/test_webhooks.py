@@ -530,7 +530,9 @@ def test_a_slow_endpoint_never_delays_the_others(hc, site):
 def test_the_process_wide_limit_holds_and_its_freed_slots_are_used(infra, tmp_path):
     """With two deliveries in flight per process, an endpoint that holds its answers never has more than
     two open, and the others go out as soon as slots free."""
-    server = make_server(infra, tmp_path, **HOOK_ENV, PARLEY_WEBHOOK_CONCURRENCY="2").start()
+    # held answers stay in flight until released (not timed out and retried, which makes the counts move)
+    server = make_server(infra, tmp_path, **{**HOOK_ENV, "PARLEY_WEBHOOK_TIMEOUT_SECONDS": "60"},
+                         PARLEY_WEBHOOK_CONCURRENCY="2").start()
     release = threading.Event()
     try:
         tenant = make_tenant(server)

@@ -39,7 +39,7 @@ from commands.agent import DEFAULT_FALLBACK, action_stream
 from commands.messages import MAX_CONTENT
 from commands.streams import now
 from delivery.addresses import RefusedTarget, parse_target, resolve
-from delivery.realtime import LiveFrame, live_subject
+from delivery.realtime import LiveFrame, live_subject, publish_live
 from delivery.webhooks import parse_retry_after
 from events import stream
 from events import types as ev
@@ -533,13 +533,8 @@ class Worker:
 
     async def _publish(self, run: Claimed, event: str, payload: dict, operators: bool = True) -> None:
         """A live frame for the visitor's (and the operators') open channels; lost when NATS is away."""
-        if self.nc is None or not self.nc.is_connected:
-            return
-        frame = LiveFrame(run.org_id, run.customer_id, operators, event, msgspec.Raw(msgspec.json.encode(payload)))
-        try:
-            await self.nc.publish(self.subject, msgspec.json.encode(frame))
-        except Exception:  # ephemeral: the stored message is what counts
-            log.debug("a live frame was not published", exc_info=True)
+        await publish_live(self.nc, self.subject, LiveFrame(run.org_id, run.customer_id, operators, event,
+                                                             msgspec.Raw(msgspec.json.encode(payload))))
 
     async def typing(self, run: Claimed, typing: bool) -> None:
         await self._publish(run, "agent.typing", {"conversationId": str(run.conversation_id), "typing": typing})

@@ -7,9 +7,10 @@ own stream). Every frame carries the event's position as its SSE `id`. A client 
 wiped NATS loses nothing) while live events are buffered, and a channel drops any position it already
 sent, so nothing is lost and nothing is repeated.
 
-Live frames (the AI agent's streamed text, its typing, the actions it offers) are not events: a worker
-publishes them on the stream's `live` subject of NATS (`live_subject`), each hub pushes them to the
-channels they are for as they come, without an SSE `id`, and nothing replays them.
+Live frames (the AI agent's streamed text, its typing, the actions it offers; the team's typing) are not
+events: a worker, or the API process an operator types in, publishes them on the stream's `live` subject of
+NATS (`publish_live`), each hub pushes them to the channels they are for as they come, without an SSE `id`,
+and nothing replays them.
 
 What a visitor may see is decided here, once, for every push: their own conversations that are not
 operator-only, messages that are not internal notes, and an id-only `MESSAGE_UPDATED_EVENT` after the
@@ -91,6 +92,16 @@ def live_subject(stream_name: str) -> str:
 _live_decoder = msgspec.json.Decoder(LiveFrame)
 
 
+async def publish_live(nc, subject: str, live: LiveFrame) -> None:
+    """Publishes a live frame to every API process's hub; ephemeral, so lost while NATS is away."""
+    if nc is None or not nc.is_connected:
+        return
+    try:
+        await nc.publish(subject, msgspec.json.encode(live))
+    except Exception:  # what is stored is what counts; a live frame may be lost
+        log.debug("a live frame was not published", exc_info=True)
+
+
 class ConversationFacts(NamedTuple):
     org_id: uuid.UUID
     customer_id: uuid.UUID
@@ -150,6 +161,7 @@ class Hub:
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
         self.closed = False  # set when the server stops serving: no channel may hold it open
         self._moved: asyncio.Future | None = None  # done once the position moves on (see `wait_past`)
+        self._nc = None  # the live frames' NATS connection, while it is open
 
     async def start(self) -> list[asyncio.Task]:
         self.position = await asyncio.to_thread(self.store.head)
@@ -168,9 +180,15 @@ class Hub:
                 continue
             try:
                 await nc.subscribe(live_subject(self.stream), cb=self._live)
+                self._nc = nc
                 await asyncio.Future()  # until cancelled: the client reconnects by itself
             finally:
+                self._nc = None
                 await nc.close()
+
+    async def publish(self, live: LiveFrame) -> None:
+        """A live frame from this process (an operator's typing), for the channels of every process."""
+        await publish_live(self._nc, live_subject(self.stream), live)
 
     async def _keepalive(self) -> None:
         """A comment on every channel now and then, so proxies keep idle streams open."""

@@ -103,6 +103,43 @@ def test_stream_credentials(server, http, tenant):
     assert http.get("/api/chat/realtime", params={"token": visitor.token}).status_code == 400
 
 
+def test_the_teams_typing_reaches_the_visitor_as_a_live_frame_and_is_never_stored(server, http, tenant,
+                                                                                    other_tenant):
+    visitor, conversation_id = visitor_with_conversation(http, tenant)
+    hidden = http.post("/api/conversations", headers=tenant.operator, json={
+        "websiteId": str(tenant.website_id), "customerId": visitor.customer_id, "operatorOnly": True}).json()
+    path = f"/api/conversations/{conversation_id}/typing"
+    store = server.store()
+    try:
+        with EventStream(server.base_url, "/api/chat/realtime", visitor.headers) as stream:
+            head = store.head()
+            # an operator-only conversation: the visitor is told nothing of it
+            assert http.post(f"/api/conversations/{hidden['_id']}/typing", headers=tenant.operator,
+                             json={"typing": True}).status_code == 204
+            for typing in (True, False):
+                answer = http.post(path, headers=tenant.operator, json={"typing": typing})
+                assert answer.status_code == 204 and answer.content == b"", answer.text
+                assert "Parley-Position" not in answer.headers
+            pushed = [stream.next(), stream.next()]
+            assert store.head() == head  # ephemeral: not an event
+    finally:
+        store.close()
+    assert [(p.id, p.event, p.data) for p in pushed] == [
+        (0, "typing", {"conversationId": conversation_id, "typing": True}),
+        (0, "typing", {"conversationId": conversation_id, "typing": False})]
+    for headers, body, status in (
+            (other_tenant.operator, {"typing": True}, 404),  # another organization's conversation
+            (tenant.operator, {"typing": "yes"}, 400), (tenant.operator, {}, 400),
+            (tenant.operator, {"typing": True, "who": "me"}, 400),
+            ({}, {"typing": True}, 401), (visitor.headers, {"typing": True}, 403)):
+        answer = http.post(path, headers=headers, json=body)
+        assert answer.status_code == status, (headers, body, answer.text)
+    assert http.post(f"/api/conversations/{uuid.uuid4()}/typing", headers=tenant.operator,
+                     json={"typing": True}).status_code == 404
+    assert http.post("/api/conversations/not-an-id/typing", headers=tenant.operator,
+                     json={"typing": True}).status_code == 404
+
+
 def presence(server, customer_id):
     with psycopg.connect(server.database_url, autocommit=True) as conn:
         row = conn.execute("SELECT connections FROM parley_presence WHERE customer_id = %s",

@@ -1,7 +1,9 @@
 """Server-Sent Events channels: `GET /api/realtime` for operators (the organization's changes) and
 `GET /api/chat/realtime` for visitors (what that visitor may see). Credentials travel in the
 Authorization header only, so browsers read these with `fetch` streaming rather than `EventSource`.
-A reconnecting client sends `Last-Event-ID` and receives exactly what it missed."""
+A reconnecting client sends `Last-Event-ID` and receives exactly what it missed.
+
+Also the team's typing (`POST /api/conversations/{id}/typing`): a live frame for the visitor, never an event."""
 
 from __future__ import annotations
 
@@ -10,14 +12,16 @@ from typing import Annotated, AsyncIterator, Awaitable, Callable
 
 import msgspec
 
-from litestar import Request, get
+from litestar import Request, Response, get, post
+from litestar.params import FromPath
 from litestar.response import Stream
 
-from commands.errors import Invalid
-from delivery.realtime import Channel, Realtime
+from commands.errors import Invalid, NotFound
+from delivery.realtime import Channel, LiveFrame, Realtime
+from parley.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, authenticate
 from readapi.openapi import describe, header
-from readapi.services import services
+from readapi.services import decode_body, services
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 OPENED = b"retry: 1000\n\n"
@@ -25,6 +29,22 @@ LAST_EVENT_ID = header("Last-Event-ID", Annotated[str, msgspec.Meta(pattern="^[0
                        "The id of the last event received: the stream resumes after it.")
 FRAMES = ("Server-Sent Events. The first frame is `retry: 1000`; then each change is an `id:` (its position), "
           "an `event:` naming it and a `data:` JSON object. ")
+LIVE_FRAMES = ("Live frames, without an `id:` and never replayed: `typing` ({conversationId, typing}: the team), "
+               "`agent.typing` ({conversationId, typing}), `message.delta` ({conversationId, messageId, delta}: "
+               "the AI agent's text as it is written; `messageId` is the id of the `message.created` that ends it)")
+
+
+class TypingUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    """`POST /api/conversations/{conversationId}/typing`: whether the operator is writing a reply."""
+
+    typing: bool
+
+
+class TeamTyping(msgspec.Struct, rename="camel"):
+    """The visitor's live `typing` frame."""
+
+    conversation_id: uuid.UUID
+    typing: bool
 
 
 def realtime(request: Request) -> Realtime:
@@ -65,7 +85,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
 
 @describe("The organization's changes as they happen", OPERATOR, answer=FRAMES + "Events: `conversation.created` "
           "(a Conversation), `conversation.updated` ({conversationId, resolved, spam}), `message.created` "
-          "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions).",
+          "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions). " + LIVE_FRAMES + ".",
           media_type="text/event-stream", query=(LAST_EVENT_ID,))
 @get("/api/realtime")
 async def operator_stream(request: Request) -> Stream:
@@ -75,7 +95,9 @@ async def operator_stream(request: Request) -> Stream:
 
 @describe("What the visitor may see, as it happens", VISITOR, answer=FRAMES + "Events: `conversation.created` "
           "(a ChatConversation), `message.created` (a ChatMessage, never an internal note), "
-          "`MESSAGE_UPDATED_EVENT` ({messageId}: read the message again).", media_type="text/event-stream",
+          "`MESSAGE_UPDATED_EVENT` ({messageId}: read the message again). " + LIVE_FRAMES + ", and "
+          "`action.offered` ({conversationId, toolCallId, name, arguments}: answer with "
+          "`POST /api/chat/actions/{toolCallId}/result`).", media_type="text/event-stream",
           query=(LAST_EVENT_ID,))
 @get("/api/chat/realtime")
 async def visitor_stream(request: Request) -> Stream:
@@ -89,4 +111,24 @@ async def visitor_stream(request: Request) -> Stream:
         on_close=lambda: presence.closed(connection_id))
 
 
-ROUTES = [operator_stream, visitor_stream]
+@describe("Tell the visitor whether the team is typing a reply", OPERATOR, body=TypingUpdate, status=204,
+          position=False, example={"typing": True},
+          description="Ephemeral: no event is stored. The visitor's open realtime channels receive a live `typing` "
+                      "frame ({conversationId, typing}); nothing goes to a conversation for operators only. Send "
+                      "`true` every few seconds while the operator types and `false` when they stop or send.")
+@post("/api/conversations/{conversation_id:str}/typing", status_code=200)  # the Response below sets 204
+async def team_typing(request: Request, conversation_id: FromPath[str]) -> Response:
+    principal = await authenticate(request, accept=("operator",))
+    body = await decode_body(request, TypingUpdate)
+    hub = realtime(request).hub
+    found = parse_id(conversation_id)
+    facts = found and await hub.conversation_facts(found)
+    if not facts or facts.org_id != principal.org_id:
+        raise NotFound("conversation not found", "conversationId")
+    if not facts.operator_only:
+        await hub.publish(LiveFrame(principal.org_id, facts.customer_id, False, "typing",
+                                    msgspec.Raw(msgspec.json.encode(TeamTyping(found, body.typing)))))
+    return Response(b"", status_code=204)
+
+
+ROUTES = [operator_stream, visitor_stream, team_typing]

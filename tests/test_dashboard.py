@@ -430,8 +430,12 @@ def test_a_visitor_on_the_widget_and_the_dashboard_talk_live(browser, context, h
         row.locator("a").click()
         page.locator(".message.customer .content", has_text="Hi from the widget").wait_for()
 
+        # the visitor sees the team typing (POST /api/conversations/{id}/typing), until the reply lands
+        typing = widget.locator("[data-parley=widget] .typing", has_text="The team is typing")
         page.fill("#composer-text", "Hello from the team")
+        typing.wait_for()
         page.keyboard.press("Enter")
+        typing.wait_for(state="hidden")
         page.check("input[value=note]")
         page.fill("#composer-text", "a note for the team only")
         page.keyboard.press("Enter")

@@ -1,6 +1,7 @@
 """The chat widget in a real Chromium, on a host page served from another origin than the API: the command
 queue before and after load, identity, the session across reloads, metadata and context, live replies,
-resuming after a server restart, XSS, hostile host CSS, keyboard use and the size budgets."""
+resuming after a server restart, XSS, hostile host CSS, keyboard use and the size budgets; ratings,
+reactions and help search; the team's typing; and a real AG-UI agent's streamed answer and offered action."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.agui_agent import AGUIAgent, call_tool, last_tool_return, say
 from tests.browser import browser, host_pages, page, screenshot  # noqa: F401 - fixtures
 from tests.conftest import make_server, make_tenant
+from tests.documents_helpers import create, indexed
 from tests.visitors import sign, start_session
 from tests.widget_pages import Console, eventually, host_page, stored_session
 
@@ -272,3 +275,191 @@ def test_resumes_after_a_server_restart_with_nothing_lost_or_doubled(page, host_
     texts = transcript_texts(page)
     assert texts == ["Before the restart", "First reply", "After the restart 0", "After the restart 1",
                      "After the restart 2"], texts
+
+
+# --- ratings, reactions, help search, the team's typing
+
+def widget_message(page, message_id):
+    return page.locator(f"[data-parley=widget] .msg[data-id='{message_id}']")
+
+
+def test_rating_and_reacting_in_the_widget_are_stored(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    page.goto(host_page(host_pages, "feedback", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Is it in stock?"], ["openChat"]]))
+    wait_text(page, "Is it in stock?")
+    answer = reply(http, tenant, the_conversation(http, tenant)["_id"], "Yes, 3 left.")
+    wait_text(page, "Yes, 3 left.")
+    stored = lambda: http.get(f"/api/messages/{answer['_id']}", headers=tenant.operator).json()
+    bubble = widget_message(page, answer["_id"])
+    bubble.get_by_role("button", name="Rate this reply happy").click()
+    eventually(lambda: stored()["rating"] == "happy")
+    eventually(lambda: bubble.get_by_role("button", name="Rate this reply happy").get_attribute("aria-pressed") == "true")
+    bubble.get_by_role("button", name="React \U0001F44D").click()
+    eventually(lambda: [(r["from"], r["emoji"]) for r in stored()["reactions"]] == [("customer", "\U0001F44D")])
+    eventually(lambda: bubble.locator(".reactions").text_content() == "\U0001F44D")
+    assert bubble.get_by_role("button", name="React \U0001F44D").get_attribute("aria-pressed") == "true"
+
+
+def test_help_search_shows_published_documents_as_text(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    title = "Returns <b>policy</b> <img src=x onerror=alert(1)>"
+    create(http, tenant, title=title, content="Send the parcel back within 30 days.", published=True)
+    create(http, tenant, title="Returns draft", content="Returns, not published yet.", published=False)
+    indexed(server)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(host_page(host_pages, "help", server.base_url, tenant.website_id, queued=[["openChat"]]))
+    page.get_by_role("button", name="Help", exact=True).click()
+    page.get_by_label("Search help").fill("returns")
+    page.keyboard.press("Enter")
+    results = page.locator("[data-parley=widget] .results")
+    results.locator("strong").first.wait_for()
+    assert results.locator("strong").all_text_contents() == [title]
+    results.get_by_role("button").click()
+    document = page.locator("[data-parley=widget] .doc")
+    document.locator("h3").wait_for()
+    assert (document.locator("h3").text_content(), document.locator("p").text_content()) == (
+        title, "Send the parcel back within 30 days.")
+    assert page.locator("[data-parley=widget] img, [data-parley=widget] b").count() == 0 and dialogs == []
+
+
+def team_typing(http, tenant, conversation_id, typing):
+    response = http.post(f"/api/conversations/{conversation_id}/typing", headers=tenant.operator,
+                         json={"typing": typing})
+    assert response.status_code == 204, response.text
+
+
+def test_the_team_typing_shows_until_it_stops_fades_or_the_reply_lands(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    page.goto(host_page(host_pages, "typing", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Anyone there?"], ["openChat"]]))
+    wait_text(page, "Anyone there?")
+    conversation_id = the_conversation(http, tenant)["_id"]
+    typing = page.locator("[data-parley=widget] .typing")
+    for stop in ("false", "fade", "reply"):
+        team_typing(http, tenant, conversation_id, True)
+        eventually(lambda: typing.is_visible() and typing.text_content() == "The team is typing\u2026")
+        if stop == "false":
+            team_typing(http, tenant, conversation_id, False)
+        elif stop == "reply":
+            reply(http, tenant, conversation_id, "Here!")
+        eventually(lambda: not typing.is_visible())  # "fade": nothing more comes, it hides by itself
+    wait_text(page, "Here!")
+
+
+# --- the website's AI agent (a real AG-UI agent: pydantic-ai's adapter on a scripted model)
+
+@pytest.fixture(scope="module")
+def agents(infra, tmp_path_factory):
+    running = make_server(infra, tmp_path_factory.mktemp("widget-agents"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def remote():
+    agent = AGUIAgent().start()
+    yield agent
+    agent.stop()
+
+
+def with_agent(server, tenant, remote, answer):
+    with server.client() as client:
+        response = client.put(f"/api/websites/{tenant.website_name}/agent", headers=tenant.operator,
+                               json={"url": remote.url})
+    assert response.status_code == 200, response.text
+    remote.bearer, remote.answer = response.json()["secret"], answer
+
+
+# Records, in the page, each text the streaming bubble showed, the most elements one message ever had at
+# once, and whether the typing indicator showed: a record of every render, whatever the test's polling saw.
+WATCH = """() => {
+  const chat = document.querySelector('[data-parley=widget]').shadowRoot.querySelector('.chat');
+  const seen = window.__streamed = [];
+  window.__copies = 0;
+  window.__typing = [];
+  new MutationObserver(() => {
+    const ids = [...chat.querySelectorAll('.log .msg[data-id]')].map((e) => e.dataset.id);
+    window.__copies = Math.max(window.__copies, ...ids.map((id) => ids.filter((x) => x === id).length));
+    const draft = chat.querySelector('.log .msg.draft .text');
+    if (draft && draft.textContent !== seen[seen.length - 1]) seen.push(draft.textContent);
+    const typing = chat.querySelector('.typing');
+    if (!typing.hidden && !window.__typing.includes(typing.textContent)) window.__typing.push(typing.textContent);
+  }).observe(chat, {childList: true, subtree: true, characterData: true, attributes: true});
+}"""
+
+
+def test_the_agents_answer_streams_into_the_widget_word_by_word_and_lands_once(page, host_pages, agents, remote):
+    tenant = make_tenant(agents)
+    parts = ["Your ", "order ", "<img src=x onerror=alert(1)> ", "ships ", "on ", "Monday."]
+    full = "".join(parts)
+    with_agent(agents, tenant, remote, say(*parts, pause=0.15))
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(host_page(host_pages, "agent-stream", agents.base_url, tenant.website_id, queued=[["openChat"]]))
+    page.locator("[data-parley=widget] .log").wait_for()
+    page.evaluate(WATCH)
+    page.evaluate("window.$parley.push(['sendMessage', 'When does my order ship?'])")
+    with agents.client() as client:
+        conversation_id = the_conversation(client, tenant)["_id"]
+        stored = eventually(lambda: [m for m in client.get("/api/messages", headers=tenant.operator, params={
+            "conversationId": conversation_id}).json() if m["author"] == "agent"])
+    [answer] = stored
+    assert answer["content"] == full
+    bubble = widget_message(page, answer["_id"])
+    eventually(lambda: bubble.count() == 1 and "draft" not in bubble.get_attribute("class"))
+    # the bubble grew delta by delta before the stored message took its place
+    streamed = page.evaluate("window.__streamed")
+    growing = [text for text in streamed if text != full]
+    assert len(growing) >= 3 and all(full.startswith(text) for text in growing), streamed
+    assert [len(text) for text in growing] == sorted({len(text) for text in growing}), streamed
+    assert page.evaluate("window.__copies") == 1  # never a second copy, not even for a moment
+    assert page.locator("[data-parley=widget] .msg.draft").count() == 0
+    assert transcript_texts(page) == ["When does my order ship?", full]
+    assert bubble.get_attribute("aria-busy") is None
+    assert bubble.evaluate("e => e.closest('[role=log]').getAttribute('aria-live')") == "polite"
+    assert "The assistant is typing\u2026" in page.evaluate("window.__typing")
+    eventually(lambda: not page.locator("[data-parley=widget] .typing").is_visible())
+    page.wait_for_timeout(300)
+    assert page.locator("[data-parley=widget] img").count() == 0 and dialogs == []
+
+
+ACTION_PAGE = """window.$parley.push(['addAction', {userId: null, name: 'openCart', description: 'Open the cart',
+    handler: (args, call) => { (window.__handled = window.__handled || []).push([args, call]); return {opened: true}; }}]);
+addEventListener('parley:action', (e) => (window.__events = window.__events || []).push(e.detail));"""
+
+
+def test_an_offered_action_is_a_button_that_runs_the_pages_handler_once(page, host_pages, agents, remote):
+    async def answer(messages, info):
+        result = last_tool_return(messages)
+        if result is not None:
+            yield f"Done: {result}"
+        else:
+            yield call_tool("openCart", '{"highlight": "shoes"}', "call-1")
+
+    tenant = make_tenant(agents)
+    with_agent(agents, tenant, remote, answer)
+    page.goto(host_page(host_pages, "agent-action", agents.base_url, tenant.website_id, extra=ACTION_PAGE,
+                        queued=[["openChat"]]))
+    with agents.client() as client:
+        customer = eventually(lambda: client.get("/api/customers", headers=tenant.operator,
+                                                 params={"websiteId": str(tenant.website_id)}).json())[0]["_id"]
+        eventually(lambda: (found := context_of(agents, tenant, customer)) and [a.name for a in found.actions] == ["openCart"])
+        page.evaluate("window.$parley.push(['sendMessage', 'Show me my cart'])")
+        button = page.locator("[data-parley=widget] .offer button")
+        button.wait_for()
+        assert button.text_content() == "Open the cart" and button.is_enabled()
+        # two clicks before the first has finished: the handler runs and the result goes once
+        button.evaluate("b => { b.click(); b.click(); }")
+        wait_text(page, "Done: {'opened': True}")
+        done = page.get_by_role("button", name="Open the cart (done)")
+        assert done.text_content() == "\u2713 Open the cart" and done.is_disabled()
+        screenshot(page, "widget-agent-action")
+        assert page.evaluate("window.__handled") == [[{"highlight": "shoes"}, {"toolCallId": "call-1", "name": "openCart"}]]
+        assert page.evaluate("window.__events") == [
+            {"toolCallId": "call-1", "name": "openCart", "arguments": {"highlight": "shoes"}}]
+        # the result reached the agent's next run as the protocol's tool message
+        assert len(remote.requests) == 2
+        tool = remote.requests[1].body["messages"][-1]
+        assert (tool["role"], tool["toolCallId"], tool["content"]) == ("tool", "call-1", '{"opened":true}')

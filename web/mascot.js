@@ -121,7 +121,7 @@
 
     // --- the moments of a conversation
     core.on("sending", function () { play("waiting"); });
-    core.on("typing", function () { if (core.state.typing) play("running"); });
+    core.on("typing", function () { if (core.state.typing || core.state.agentTyping) play("running"); });
     core.on("event:agent.run", function () { play("running"); });
     core.on("reply", function () { play("jumping"); });
     core.on("help", function () { play("review"); });

@@ -2,9 +2,13 @@
 // An ES module, so it adds no global; both scripts import it from the same URL, and the browser keeps one
 // instance per page, so with both on a page every command is applied once and both surfaces reflect it.
 // Text from the network is only ever handed to the surfaces as strings; they render it with textContent.
+// Live frames: the AI agent's text as it is written (`message.delta`, kept as a draft until the stored
+// `message.created` of the same id replaces it), its typing (`agent.typing`), the team's (`typing`), and
+// the actions it offers (`action.offered`, answered with the page's handler and a `parley:action` event).
 
 const STORE = "parley:";
 const warn = (text) => console.warn("[parley] " + text);
+const TEAM_TYPING_MS = 6000;  // the dashboard repeats `typing` every 3 s while the operator types
 let single = null;
 
 export function parley(base) {
@@ -50,8 +54,9 @@ function createCore(base) {
   const actions = new Map();
   const state = {
     websiteId, base, token: null, userId: null, email: null, conversationId: null, messages: new Map(),
+    drafts: new Map(), offers: new Map(),
     open: false, shown: true, unread: 0, brandColor: mascot.brandColor || "#4f46e5", help: null,
-    connected: false, typing: false,
+    connected: false, typing: false, agentTyping: false,
   };
   let pendingMetadata = {};
   let chain = Promise.resolve();
@@ -59,6 +64,7 @@ function createCore(base) {
   let stream = null;
   let lastEventId = null;
   let contextTimer = 0;
+  let typingTimer = 0;
 
   const emit = (name, data) => (listeners[name] || []).forEach((fn) => fn(data));
   const on = (name, fn) => (listeners[name] = listeners[name] || []).push(fn);
@@ -113,8 +119,8 @@ function createCore(base) {
     if (stream) stream.abort();
     stream = null;
     lastEventId = null;
-    Object.assign(state, { token: null, userId: null, email: null, conversationId: null, unread: 0, typing: false });
-    state.messages = new Map();
+    Object.assign(state, { token: null, userId: null, email: null, conversationId: null, unread: 0, typing: false,
+                           agentTyping: false, messages: new Map(), drafts: new Map(), offers: new Map() });
     emit("messages");
     emit("unread");
   }
@@ -146,18 +152,86 @@ function createCore(base) {
     emit("messages");
   }
 
-  function received(message, live) {
-    if (message.conversationId !== state.conversationId) {
-      if (state.conversationId) return;
-      state.conversationId = message.conversationId;
+  // whether a pushed item is of the visitor's current conversation (the first one pushed becomes it)
+  function ours(conversationId) {
+    if (conversationId !== state.conversationId) {
+      if (state.conversationId) return false;
+      state.conversationId = conversationId;
     }
+    return true;
+  }
+
+  function received(message, live) {
+    if (!ours(message.conversationId)) return;
     const known = state.messages.has(message._id);
     state.messages.set(message._id, message);
+    state.drafts.delete(message._id);  // the streamed bubble becomes the stored message, in one render
     if (!known && live && message.from !== "customer") {
-      state.typing = false;
+      setTyping({ typing: false, agentTyping: false });
       if (!state.open) state.unread += 1;
       emit("unread");
       emit("reply", message);
+    }
+    emit("messages");
+  }
+
+  function setTyping(change) {
+    Object.assign(state, change);
+    clearTimeout(typingTimer);
+    // the team's typing fades by itself: its `false` may never come (a closed tab)
+    if (state.typing) typingTimer = setTimeout(() => setTyping({ typing: false }), TEAM_TYPING_MS);
+    emit("typing");
+  }
+
+  function streamed({ conversationId, messageId, delta }) {
+    if (state.messages.has(messageId) || !ours(conversationId)) return;
+    const draft = state.drafts.get(messageId);
+    if (draft) draft.content += delta;
+    else state.drafts.set(messageId, { _id: messageId, conversationId, from: "operator", author: "agent", content: delta });
+    emit("delta", messageId);
+  }
+
+  // --- the actions the AI agent offers: the page's own (addAction), shown as buttons
+
+  function registered(name) {
+    return [...actions.values()].find((a) => a.name === name && (!a.userId || a.userId === state.userId));
+  }
+
+  function offered(offer) {
+    if (!ours(offer.conversationId) || state.offers.has(offer.toolCallId)) return;
+    const action = registered(offer.name);
+    if (!action) return console.debug("[parley] the agent offered " + JSON.stringify(offer.name) + ", which this page did not register; ignored");
+    let args = offer.arguments;
+    try { args = JSON.parse(args || "{}"); } catch (e) { /* not JSON: handed over as the text it is */ }
+    const after = [...state.messages.values()].reduce((last, m) => (!last || m.creationTime >= last.creationTime ? m : last), null);
+    state.offers.set(offer.toolCallId, { toolCallId: offer.toolCallId, name: offer.name, arguments: args,
+      label: action.description || action.name, after: after && after._id, status: "offered" });
+    emit("messages");
+  }
+
+  // The visitor's click: the page's handler, then `parley:action` on window, then the result to the agent.
+  async function act(offer) {
+    if (offer.status !== "offered") return;
+    offer.status = "running";
+    emit("messages");
+    const { toolCallId, name } = offer;
+    try {
+      if (!("result" in offer)) {
+        const handler = (registered(name) || {}).handler;
+        try {
+          const value = typeof handler === "function" ? await handler(offer.arguments, { toolCallId, name }) : null;
+          offer.result = value === undefined ? null : value;
+        } catch (error) {
+          warn("the handler of " + name + " failed: " + error.message);
+          offer.result = { error: String(error.message || error) };
+        }
+        w.dispatchEvent(new CustomEvent("parley:action", { detail: { toolCallId, name, arguments: offer.arguments } }));
+      }
+      await call("POST", "/api/chat/actions/" + encodeURIComponent(toolCallId) + "/result", { result: offer.result });
+      offer.status = "done";
+    } catch (error) {
+      offer.status = error.status === 409 ? "done" : "offered";  // 409: answered already (another tab)
+      if (offer.status === "offered") warn("sending the result of " + name + " failed: " + error.message);
     }
     emit("messages");
   }
@@ -239,7 +313,11 @@ function createCore(base) {
     if (event === "message.created") received(payload, true);
     else if (event === "conversation.created" && !state.conversationId) state.conversationId = payload._id;
     else if (event === "MESSAGE_UPDATED_EVENT") loadTranscript().catch(() => {});
-    else if (event === "typing") { state.typing = payload.typing !== false; emit("typing"); }
+    else if (event === "message.delta") streamed(payload);
+    else if (event === "action.offered") offered(payload);
+    else if ((event === "typing" || event === "agent.typing") && ours(payload.conversationId)) {
+      setTyping(event === "typing" ? { typing: payload.typing !== false } : { agentTyping: payload.typing !== false });
+    }
     emit("event:" + event, payload);
   }
 
@@ -348,9 +426,8 @@ function createCore(base) {
   if (restored.token) Object.assign(state, { token: restored.token, userId: restored.userId || null, email: restored.email || null });
 
   return {
-    state, on, emit, call, session, send, setOpen,
+    state, on, emit, call, session, send, setOpen, act,
     surfaces,
-    actionHandler: (name, userId) => (actions.get((userId || "") + "\u0000" + name) || {}).handler,
     rate: (message, rating) => call("POST", "/api/messages/" + message._id + "/rating", { websiteId, rating })
       .then((m) => received(m, false)),
     react: (message, emoji) => call("POST", "/api/messages/" + message._id + "/reaction/customer", { websiteId, emoji })
@@ -387,7 +464,7 @@ let ids = 0;
 export function chatView(core, compact) {
   const id = "parley-" + ++ids;
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
-  const typing = h("p", { class: "typing", hidden: true, text: "The team is typing\u2026" });
+  const typing = h("p", { class: "typing", role: "status", hidden: true });
   const box = h("textarea", { id: id + "-box", rows: "1", placeholder: "Write a message\u2026" });
   const form = h("form", { class: "composer" },
     h("label", { for: id + "-box", class: "visually-hidden", text: "Message" }), box,
@@ -403,11 +480,12 @@ export function chatView(core, compact) {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); submit(); }
   });
 
-  function message(m) {
+  function message(m, draft) {
     const mine = m.from === "customer";
-    const item = h("div", { class: "msg " + (mine ? "mine" : "team"), "data-id": m._id },
-      h("p", { class: "text", text: m.content }));
-    if (!mine && !compact) {
+    // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
+    const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
+      "aria-busy": draft ? "true" : null }, h("p", { class: "text", text: m.content }));
+    if (!mine && !compact && !draft) {
       item.append(h("div", { class: "feedback" },
         ...RATINGS.map(([rating, face]) => h("button", {
           type: "button", class: "rate", "aria-label": "Rate this reply " + rating, "aria-pressed": String(m.rating === rating),
@@ -424,13 +502,34 @@ export function chatView(core, compact) {
     return item;
   }
 
+  function offer(o) {
+    const done = o.status === "done";
+    return h("div", { class: "msg team offer", "data-tool-call-id": o.toolCallId },
+      h("button", { type: "button", class: "action", disabled: o.status !== "offered", "aria-label": done ? o.label + " (done)" : null,
+        text: (done ? "\u2713 " : "") + o.label, onclick: () => core.act(o) }));
+  }
+
   function render() {
-    const sorted = [...core.state.messages.values()].sort((a, b) => (a.creationTime < b.creationTime ? -1 : a.creationTime > b.creationTime ? 1 : 0));
-    log.replaceChildren(...(sorted.length ? sorted.map(message) : [h("p", { class: "empty", text: "Ask us anything. We usually answer within minutes." })]));
+    const { messages, offers, drafts } = core.state;
+    const sorted = [...messages.values()].sort((a, b) => (a.creationTime < b.creationTime ? -1 : a.creationTime > b.creationTime ? 1 : 0));
+    const after = (id) => [...offers.values()].filter((o) => (messages.has(o.after) ? o.after : null) === id).map(offer);
+    const items = [...after(null), ...sorted.flatMap((m) => [message(m), ...after(m._id)]),
+                   ...[...drafts.values()].map((d) => message(d, true))];
+    log.replaceChildren(...(items.length ? items : [h("p", { class: "empty", text: "Ask us anything. We usually answer within minutes." })]));
     log.scrollTop = log.scrollHeight;
   }
   core.on("messages", render);
-  core.on("typing", () => { typing.hidden = !core.state.typing; });
+  core.on("delta", (id) => {
+    const bubble = [...log.children].find((e) => e.dataset.id === id);
+    if (!bubble) return render();
+    bubble.firstChild.textContent = core.state.drafts.get(id).content;
+    log.scrollTop = log.scrollHeight;
+  });
+  core.on("typing", () => {
+    const { typing: team, agentTyping } = core.state;
+    typing.hidden = !team && !agentTyping;
+    typing.textContent = team ? "The team is typing\u2026" : "The assistant is typing\u2026";
+  });
   render();
   return { root: h("div", { class: "chat" }, log, typing, form), focus: () => box.focus(), log };
 }
@@ -457,6 +556,9 @@ button{cursor:pointer}
 .reactions{font-size:13px}
 .empty{color:#5b6070;text-align:center;margin:auto 8px}
 .typing{padding:0 12px 6px;color:#5b6070;font-size:12px;background:#f6f7fb}
+.draft .text::after{content:"\u258D";opacity:.5}
+.offer .action{padding:8px 12px;border-radius:14px;border:1px solid var(--brand);color:var(--brand);background:#fff;font-weight:600}
+.offer .action:disabled{cursor:default;opacity:.7}
 .composer{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e6ef;background:#fff}
 .composer textarea{flex:1;resize:none;padding:8px 10px;border:1px solid #cfd3df;border-radius:10px;min-height:38px;max-height:120px;background:#fff;color:#1f2330}
 .send{background:var(--brand);color:#fff;border-radius:10px;padding:0 14px;font-weight:600}

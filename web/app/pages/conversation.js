@@ -1,7 +1,8 @@
 // One conversation: the transcript (notes, operator-only conversations and the AI agent's replies marked,
 // the agent's answer streaming in as it comes, quotes, ratings, reactions), the composer (reply or
 // internal note, with @mentions of the team), resolve/reopen, spam, pausing the agent, the read receipt
-// sent once the operator sees the visitor's latest message, and the visitor's profile.
+// sent once the operator sees the visitor's latest message, the operator's typing shown to the visitor,
+// and the visitor's profile.
 
 import {Page, api, get} from "../main.js";
 import {customer, customerName} from "../customers.js";
@@ -10,6 +11,7 @@ import {errorBox, h, replace, time} from "../dom.js";
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
 const MENTION = /(^|\s)@([^\s@]*)$/;
+const TYPING_EVERY_MS = 3000;  // the widget hides "typing…" 6 s after the last one
 
 class ParleyConversation extends Page {
   connectedCallback() {
@@ -226,7 +228,8 @@ class ParleyConversation extends Page {
       this.quoting, this.textarea, this.suggestions,
       h("div", {class: "composer-actions"}, h("button", {type: "submit", id: "send"}, "Send")),
       this.composerStatus);
-    this.textarea.addEventListener("input", () => this.suggest());
+    this.textarea.addEventListener("input", () => { this.suggest(); this.typed(); });
+    this.textarea.addEventListener("blur", () => this.stopTyping());
     this.textarea.addEventListener("keydown", (event) => this.composerKey(event, form));
     return form;
   }
@@ -287,9 +290,29 @@ class ParleyConversation extends Page {
     }
   }
 
+  /** The visitor sees "typing…": told at most every 3 s while the operator writes a reply (not a note). */
+  typed() {
+    const note = this.composer.querySelector("input[value=note]").checked;
+    if (note || !this.textarea.value.trim() || Date.now() - (this.typingSince ?? 0) < TYPING_EVERY_MS) return;
+    this.typingSince = Date.now();
+    this.sendTyping(true);
+  }
+
+  stopTyping() {
+    if (!this.typingSince) return;
+    this.typingSince = 0;
+    this.sendTyping(false);
+  }
+
+  sendTyping(typing) {
+    // ephemeral: a lost one only means the indicator shows a little late or fades by itself
+    api("POST", `/api/conversations/${this.conversationId}/typing`, {typing}).catch(() => {});
+  }
+
   async send(form) {
     const content = this.textarea.value.trim();
     if (!content) return;
+    this.stopTyping();
     const internal = form.querySelector("input[value=note]").checked;
     const button = form.querySelector("#send");
     button.disabled = true;

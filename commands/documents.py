@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
@@ -26,6 +27,7 @@ LOCALE = re.compile(LOCALE_PATTERN)
 Locale = Annotated[str, msgspec.Meta(pattern=LOCALE_PATTERN)]
 Category = Annotated[str, msgspec.Meta(max_length=MAX_CATEGORY)]
 Content = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
+Source = Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
 SOURCE_KIND = "document-source"
 
 
@@ -46,6 +48,19 @@ class DocumentUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
     locale: Locale | msgspec.UnsetType = msgspec.UNSET
     category: Category | None | msgspec.UnsetType = msgspec.UNSET
     published: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class DocumentImport(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """One file of an imported folder: `source`, its path in the folder, is what a re-import finds the
+    document by (the same key as `parley docs import` on the server's machine)."""
+
+    website_id: str
+    source: Source
+    title: Title
+    content: Content = ""
+    locale: Locale = "en"
+    category: Category | None = None
+    published: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,12 @@ HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 ImportOutcome = Literal["created", "updated", "unchanged"]
 
 
+@dataclass(frozen=True)
+class Imported:
+    outcome: ImportOutcome
+    created: Created  # the document, and the position that holds it
+
+
 def parse_markdown(text: str, fallback_title: str) -> tuple[str, str]:
     """(title, content): the title is the first level-one heading, which the content then leaves out."""
     lines = text.splitlines()
@@ -154,7 +175,19 @@ def parse_markdown(text: str, fallback_title: str) -> tuple[str, str]:
     return fallback_title, text.strip()
 
 
-def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> ImportOutcome:
+def read_folder(root: Path, locale: str, published: bool) -> list[tuple[str, Fields]]:
+    """(source, fields) of each Markdown file under `root`, in path order: the title from the first
+    heading (else the file's name), the category from the sub-folder, the source its relative path."""
+    imported = []
+    for path in sorted(p for p in root.rglob("*.md") if p.is_file()):
+        source = path.relative_to(root)
+        title, content = parse_markdown(path.read_text(encoding="utf-8"), path.stem.replace("-", " "))
+        category = source.parent.as_posix() if source.parent != Path(".") else None
+        imported.append((source.as_posix(), Fields(title, locale, category, published, content)))
+    return imported
+
+
+def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> Imported:
     """Creates the document of an imported file, or updates it when the file changed.
 
     The file's path is reserved as a name whose latest reservation points at the document, so a
@@ -171,15 +204,22 @@ def import_document(store: EventStore, website_id: uuid.UUID, source: str, field
         last = history[-1].event
         if isinstance(last, ev.DocumentState):
             if _fields(last) == fields:
-                return "unchanged"
-            store.append(Pending(last.document_id, history[-1].version + 1, _updated(last, fields)))
-            return "updated"
+                return Imported("unchanged", Created(last.document_id, store.org_position(org_id)))
+            position = store.append(Pending(last.document_id, history[-1].version + 1, _updated(last, fields)))
+            return Imported("updated", Created(last.document_id, position))
     document_id = new_id()
     reservation = ev.NameReserved(org_id=org_id, at=now(), kind=SOURCE_KIND, value=f"{website_id}:{source}",
                                   owner_id=document_id)
-    store.append(Pending(name_id, len(reservations) + 1, reservation),
-                 Pending(document_id, 1, _created(org_id, website_id, document_id, fields, source)))
-    return "created"
+    position = store.append(Pending(name_id, len(reservations) + 1, reservation),
+                            Pending(document_id, 1, _created(org_id, website_id, document_id, fields, source)))
+    return Imported("created", Created(document_id, position))
+
+
+def import_sent_document(store: EventStore, principal: Principal, body: DocumentImport) -> Imported:
+    """POST /api/documents/import: one file of a folder an operator imports from their own machine."""
+    website_id = target_website(store, principal, body.website_id)
+    return import_document(store, website_id, body.source,
+                           Fields(body.title, body.locale, body.category, body.published, body.content))
 
 
 def _org_of(store: EventStore, website_id: uuid.UUID) -> uuid.UUID:

@@ -25,7 +25,7 @@ from commands import admin, agent
 from commands.errors import CommandError
 from events.store import EventStore
 from parley import remote
-from parley.client import Refused
+from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
 from parley.ids import parse_id
 from parley.runtime import Infrastructure, Runtime, prepare_loop
@@ -295,12 +295,6 @@ def _rebuild_as_of(settings: Settings, args: argparse.Namespace, projections: di
     print(json.dumps({"rebuilt": {args.name: position}, "schema": args.schema}))
 
 
-def _progress(done: int, total: int, label: str) -> None:
-    filled = 30 * done // max(total, 1)
-    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label[:60]:<60}", end="", file=sys.stderr,
-          flush=True)
-
-
 def cmd_events_export(args: argparse.Namespace) -> None:
     """Writes an organization's history into a folder for DuckDB (docs/history.md)."""
     import msgspec
@@ -316,7 +310,7 @@ def cmd_events_export(args: argparse.Namespace) -> None:
         shown = sys.stderr.isatty()
         with psycopg.connect(infra.database_url, autocommit=True) as conn:
             manifest = export(conn, flt, args.out, args.format,
-                              progress=(lambda done, total: _progress(done, total, "positions")) if shown else None)
+                              progress=(lambda done, total: progress(done, total, "positions")) if shown else None)
         if shown:
             print(file=sys.stderr)
     print(msgspec.json.encode(manifest).decode())
@@ -334,92 +328,118 @@ def cmd_pets_validate(args: argparse.Namespace) -> None:
     print(f"{args.path}: a valid pet (spriteVersionNumber 2)")
 
 
+def _imports_here(args: argparse.Namespace) -> bool:
+    """`docs import` writes to this machine's data directory when it names one (`--data-dir`, or the
+    server's own configuration in the environment); otherwise it goes over HTTP with a stored login."""
+    if args.data_dir and args.profile:
+        raise remote.Usage("--data-dir imports on this machine, --profile over HTTP: give one of them")
+    return bool(args.data_dir) or (args.profile is None and any(
+        os.environ.get(name) for name in ("PARLEY_DATA_DIR", "PARLEY_DATABASE_URL")))
+
+
 def cmd_docs_import(args: argparse.Namespace) -> None:
     """Imports a folder of Markdown files: title from the first heading, category from the sub-folder."""
     from collections import Counter
 
-    from commands.documents import Fields, import_document, parse_markdown
+    from commands.documents import import_document, read_folder
 
-    settings = _settings(args)
-    website = _required_id(args.website, "--website")
-    root = args.dir
-    if not root.is_dir():
-        raise SystemExit(f"{root} is not a directory")
-    files = sorted(path for path in root.rglob("*.md") if path.is_file())
-    outcomes: Counter[str] = Counter()
-    with _store_session(settings) as (_, store):
-        for done, path in enumerate(files, start=1):
-            source = path.relative_to(root)
-            title, content = parse_markdown(path.read_text(encoding="utf-8"), path.stem.replace("-", " "))
-            category = source.parent.as_posix() if source.parent != Path(".") else None
-            outcomes[import_document(store, website, source.as_posix(),
-                                     Fields(title, args.locale, category, args.publish, content))] += 1
-            _progress(done, len(files), source.as_posix())
+    if not args.dir.is_dir():
+        raise remote.Usage(f"{args.dir} is not a directory")
+    here = _imports_here(args)
+    files = read_folder(args.dir, args.locale, args.publish)
+    if here:
+        settings = _settings(args)
+        website = _required_id(args.website, "--website")
+        outcomes: Counter[str] = Counter()
+        with _store_session(settings) as (_, store):
+            for done, (source, fields) in enumerate(files, start=1):
+                outcomes[import_document(store, website, source, fields).outcome] += 1
+                progress(done, len(files), source)
+    else:
+        outcomes = remote.import_documents(args, files, progress)
     if files:
         print(file=sys.stderr)
     print(json.dumps({"files": len(files), "created": outcomes["created"], "updated": outcomes["updated"],
                       "unchanged": outcomes["unchanged"]}))
 
 
+def cmd_completion(args: argparse.Namespace) -> None:
+    from parley.completion import script
+
+    print(script(parser(), args.shell), end="")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="parley", description="Parley customer-support workspace")
     commands = root.add_subparsers(dest="command", required=True)
+    command = remote.subcommand
 
     def with_data_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--data-dir", type=Path, help="data directory (default ./.parley or PARLEY_DATA_DIR)")
         return p
 
-    serve = with_data_dir(commands.add_parser("serve", help="run the API and the workers"))
+    serve = with_data_dir(command(commands, "serve", "run the API and the workers", "parley serve --port 8000"))
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--role", choices=["api", "workers", "all"])
     serve.set_defaults(func=cmd_serve)
 
-    admin_parser = commands.add_parser("admin", help="administration").add_subparsers(dest="entity", required=True)
-    org = admin_parser.add_parser("org").add_subparsers(dest="action", required=True)
-    with_data_dir(org.add_parser("create")).add_argument("--name", required=True)
-    website_actions = admin_parser.add_parser("website").add_subparsers(dest="action", required=True)
-    website = with_data_dir(website_actions.add_parser("create"))
+    admin_parser = commands.add_parser("admin", help="administration, on the server's machine").add_subparsers(
+        dest="entity", required=True)
+    org = admin_parser.add_parser("org", help="organizations").add_subparsers(dest="action", required=True)
+    with_data_dir(command(org, "create", "create an organization", "parley admin org create --name Acme")
+                  ).add_argument("--name", required=True)
+    website_actions = admin_parser.add_parser("website", help="websites").add_subparsers(dest="action",
+                                                                                         required=True)
+    website = with_data_dir(command(website_actions, "create", "create a website; prints its identity secret",
+                                    "parley admin website create --org ORG_ID --name acme-help"))
     website.add_argument("--org", required=True)
     website.add_argument("--name", required=True)
     website.add_argument("--brand-color")
-    website_agent = with_data_dir(website_actions.add_parser(
-        "agent", help="configure the website's AI agent (AG-UI); prints the bearer secret when first configured"))
+    website_agent = with_data_dir(command(
+        website_actions, "agent", "configure the website's AI agent (AG-UI); prints the bearer secret when first "
+        "configured", "parley admin website agent --website WEBSITE_ID --url https://agent.example.com/agui"))
     website_agent.add_argument("--website", required=True, help="the website's id")
     website_agent.add_argument("--url", required=True, help="the agent's AG-UI endpoint (https)")
     website_agent.add_argument("--disabled", action="store_true", help="configure it switched off")
     website_agent.add_argument("--greeting")
     website_agent.add_argument("--fallback-message")
-    operator_actions = admin_parser.add_parser("operator").add_subparsers(dest="action", required=True)
-    operator = with_data_dir(operator_actions.add_parser("create"))
+    operator_actions = admin_parser.add_parser("operator", help="operators").add_subparsers(dest="action",
+                                                                                            required=True)
+    operator = with_data_dir(command(operator_actions, "create", "create an operator; prints a token",
+                                     "parley admin operator create --org ORG_ID --email me@acme.io --password '…'"))
     operator.add_argument("--org", required=True)
     operator.add_argument("--email", required=True)
     operator.add_argument("--password", required=True)
     for action, what in (("add-org", "the operator also belongs to the organization"),
                          ("remove-org", "ends a membership added with add-org")):
-        membership = with_data_dir(operator_actions.add_parser(action, help=what))
+        membership = with_data_dir(command(operator_actions, action, what,
+                                           f"parley admin operator {action} --email me@acme.io --org ORG_ID"))
         membership.add_argument("--email", required=True)
         membership.add_argument("--org", required=True)
-    with_data_dir(operator_actions.add_parser(
-        "revoke-sessions", help="ends every session of the operator, MCP connections included")
-    ).add_argument("--email", required=True)
-    oauth = admin_parser.add_parser("oauth").add_subparsers(dest="action", required=True)
-    with_data_dir(oauth.add_parser("rotate-key", help="signs new MCP access tokens with a new key; the old one "
-                                                       "verifies until its tokens expire"))
-    apikey = admin_parser.add_parser("apikey").add_subparsers(dest="action", required=True)
-    create_key = with_data_dir(apikey.add_parser("create"))
+    with_data_dir(command(operator_actions, "revoke-sessions",
+                          "ends every session of the operator, MCP connections included",
+                          "parley admin operator revoke-sessions --email me@acme.io")
+                  ).add_argument("--email", required=True)
+    oauth = admin_parser.add_parser("oauth", help="the MCP authorization server").add_subparsers(
+        dest="action", required=True)
+    with_data_dir(command(oauth, "rotate-key", "signs new MCP access tokens with a new key; the old one verifies "
+                          "until its tokens expire", "parley admin oauth rotate-key"))
+    apikey = admin_parser.add_parser("apikey", help="API keys").add_subparsers(dest="action", required=True)
+    create_key = with_data_dir(command(apikey, "create", "create an API key; prints its secret",
+                                       "parley admin apikey create --org ORG_ID --scopes messages:read --rate 600/min"))
     create_key.add_argument("--org", required=True)
     create_key.add_argument("--scopes", required=True)
     create_key.add_argument("--website")
     create_key.add_argument("--rate", type=_rate, help="requests per minute, e.g. 120/min")
-    with_data_dir(apikey.add_parser("revoke")).add_argument("--id", required=True)
-    for sub in (admin_parser,):
-        sub.required = True
+    with_data_dir(command(apikey, "revoke", "revoke an API key", "parley admin apikey revoke --id KEY_ID")
+                  ).add_argument("--id", required=True)
     commands.choices["admin"].set_defaults(func=cmd_admin)
 
     projections = commands.add_parser("projections", help="read-model maintenance").add_subparsers(
         dest="action", required=True)
-    rebuild_parser = with_data_dir(projections.add_parser("rebuild", help="drop and rebuild read models"))
+    rebuild_parser = with_data_dir(command(projections, "rebuild", "drop and rebuild read models",
+                                           "parley projections rebuild core"))
     rebuild_parser.add_argument("name", nargs="?")
     rebuild_parser.add_argument("--until", type=int, help="rebuild as of this position (with --schema)")
     rebuild_parser.add_argument("--schema", help="into this schema of its own, for an analyst's questions "
@@ -427,8 +447,9 @@ def parser() -> argparse.ArgumentParser:
     rebuild_parser.set_defaults(func=cmd_projections)
 
     events = commands.add_parser("events", help="the event history").add_subparsers(dest="action", required=True)
-    events_export = with_data_dir(events.add_parser(
-        "export", help="export an organization's events: one Parquet file per type, or JSON Lines"))
+    events_export = with_data_dir(command(
+        events, "export", "export an organization's events: one Parquet file per type, or JSON Lines",
+        "parley events export --org ORG_ID --out ./history --since 2026-01-01T00:00:00Z"))
     events_export.add_argument("--org", required=True, help="the organization's id")
     events_export.add_argument("--out", type=Path, required=True, help="the folder to write into")
     events_export.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
@@ -439,17 +460,25 @@ def parser() -> argparse.ArgumentParser:
     events_export.set_defaults(func=cmd_events_export)
 
     docs = commands.add_parser("docs", help="help documents").add_subparsers(dest="action", required=True)
-    docs_import = with_data_dir(docs.add_parser(
-        "import", help="import a folder of Markdown files (idempotent: unchanged files change nothing)"))
+    docs_import = with_data_dir(command(
+        docs, "import", "import a folder of Markdown files over HTTP with the stored login, or into --data-dir "
+        "(idempotent: a file is found again by its path; unchanged files change nothing)",
+        "parley docs import ./help --website acme-help --publish"))
     docs_import.add_argument("dir", type=Path)
-    docs_import.add_argument("--website", required=True, help="the website's id")
+    docs_import.add_argument("--website", required=True, help="the website's id (over HTTP: its name or id)")
     docs_import.add_argument("--locale", default="en")
     docs_import.add_argument("--publish", action="store_true", help="publish the documents (default: drafts)")
+    docs_import.add_argument("--profile", help=f"the stored login to use (default: {remote.DEFAULT_PROFILE})")
     docs_import.set_defaults(func=cmd_docs_import)
     pets = commands.add_parser("pets", help="mascot artwork").add_subparsers(dest="action", required=True)
-    pets_validate = pets.add_parser("validate", help="check a pet atlas (and its pet.json) against every rule")
+    pets_validate = command(pets, "validate", "check a pet atlas (and its pet.json) against every rule",
+                            "parley pets validate web/pets/default/pet.json")
     pets_validate.add_argument("path", type=Path, help="a pet.json, or the atlas itself (PNG or WebP)")
     pets_validate.set_defaults(func=cmd_pets_validate)
+    completion = command(commands, "completion", "print the shell completion script for bash or zsh",
+                         "parley completion bash > ~/.local/share/bash-completion/completions/parley")
+    completion.add_argument("shell", choices=["bash", "zsh"])
+    completion.set_defaults(func=cmd_completion)
     remote.add_commands(commands, events, docs)
     return root
 

@@ -127,6 +127,13 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
 
 
+def progress(done: int, total: int, label: str) -> None:
+    """A progress bar on stderr, rewritten in place."""
+    filled = 30 * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {label[:60]:<60}", end="", file=sys.stderr,
+          flush=True)
+
+
 def read_text(value: str) -> str:
     """The text argument, or stdin for `-`."""
     text = sys.stdin.read() if value == "-" else value

@@ -7,10 +7,15 @@ its problem `detail` on stderr; a usage error exits 2 (argparse's convention).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import uuid
+from collections import Counter
 from datetime import datetime, timezone
+from typing import Callable
+
+from commands.documents import Fields
 
 from parley import login as signin
 from parley.client import DEFAULT_PROFILE, Api, Profile, print_json, print_table, read_text
@@ -181,9 +186,29 @@ def cmd_whoami(args: argparse.Namespace) -> None:
     signin.whoami(args.profile, args.json)
 
 
+def import_documents(args: argparse.Namespace, files: list[tuple[str, Fields]],
+                     progress: Callable[[int, int, str], None]) -> Counter[str]:
+    """`parley docs import DIR` over HTTP: each file sent to POST /api/documents/import, which finds a
+    re-imported file's document by its path, as the import on the server's machine does."""
+    api = Api(Profile.load(args.profile or DEFAULT_PROFILE))
+    website = _website_id(api, args.website)
+    outcomes: Counter[str] = Counter()
+    for done, (source, fields) in enumerate(files, start=1):
+        imported = api.call("POST", "/api/documents/import",
+                            json={"websiteId": website, "source": source, **dataclasses.asdict(fields)})
+        outcomes[imported["outcome"]] += 1
+        progress(done, len(files), source)
+    return outcomes
+
+
+def subcommand(parent, name: str, summary: str, example: str) -> argparse.ArgumentParser:
+    """A command whose `--help` ends with an example of its use."""
+    return parent.add_parser(name, help=summary, description=summary, epilog=f"example:\n  {example}",
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _command(parent, name: str, func, summary: str, example: str) -> argparse.ArgumentParser:
-    command = parent.add_parser(name, help=summary, description=summary, epilog=f"example:\n  {example}",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    command = subcommand(parent, name, summary, example)
     command.add_argument("--profile", default=DEFAULT_PROFILE, help="the stored login to use (default: %(default)s)")
     command.add_argument("--json", action="store_true", help="print the server's JSON")
     command.set_defaults(func=func)

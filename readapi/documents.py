@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import msgspec
 import psycopg
@@ -30,6 +30,13 @@ class Document(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
     content: str
     created_at: datetime
     updated_at: datetime
+
+
+class DocumentImported(msgspec.Struct, rename={"id": "_id"}):
+    """What POST /api/documents/import did with the file: created, updated, or unchanged (nothing written)."""
+
+    id: uuid.UUID
+    outcome: Literal["created", "updated", "unchanged"]
 
 
 DOCUMENTS = Collection(

@@ -9,7 +9,9 @@ import base64
 import hashlib
 import json
 import os
+import argparse
 import queue
+import shutil
 import stat
 import subprocess
 import sys
@@ -22,11 +24,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
+from parley.cli import parser as cli_parser
 from tests.browser import browser, page  # noqa: F401
 from tests.conftest import make_server, make_tenant, token
 from tests.documents_helpers import create as create_document, indexed
 from tests.mcp_helpers import PASSWORD, browser as person, hidden_fields
 from tests.receivers import Receiver
+from tests.test_docs_import import run_import
 from tests.test_mcp import seed_conversation
 
 WAIT = 60
@@ -307,8 +311,109 @@ def test_refusals_and_usage_errors(server, http, tenant, tmp_path):
     assert unknown.returncode == 1 and "not logged in" in unknown.stderr
 
 
+def leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(path, parser) of every command that runs something, walking the parser itself."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield path, parser
+    for group in groups:
+        for name, sub in group.choices.items():
+            yield from leaf_commands(sub, (*path, name))
+
+
 def test_every_command_has_help_with_an_example(tmp_path):
-    cli = Cli(tmp_path)
-    for command in (["login"], ["logout"], ["whoami"], ["conversations"], ["conversation"], ["reply"], ["note"],
-                    ["resolve"], ["reopen"], ["docs", "search"], ["webhooks", "deliveries"], ["events", "tail"]):
-        assert "\nexample:\n  " in cli.ok(*command, "--help"), command
+    leaves = dict(leaf_commands(cli_parser()))
+    assert {("docs", "import"), ("completion",), ("admin", "website", "agent"), ("events", "tail")} <= set(leaves)
+    for path, command in leaves.items():
+        example = command.format_help().partition("\nexample:\n  ")[2]
+        assert f"parley {' '.join(path)} " in example.splitlines()[0] + " ", path
+    shown = Cli(tmp_path).ok("docs", "import", "--help")  # as a person sees it
+    assert "\nexample:\n  parley docs import " in shown
+
+
+def completed_in_bash(script: Path, line: str) -> list[str]:
+    """What bash's completion offers for `line` (the cursor at its end), with the script loaded."""
+    words = line.split(" ")
+    done = subprocess.run(["bash", "--norc", "-c", 'source "$1"; shift; COMP_WORDS=("$@"); '
+                           'COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _parley; printf "%s\\n" "${COMPREPLY[@]}"',
+                           "bash", str(script), *words], capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return done.stdout.split()
+
+
+def test_bash_completion_is_generated_from_the_parser(tmp_path):
+    script = tmp_path / "parley.bash"
+    script.write_text(Cli(tmp_path).ok("completion", "bash"))
+    assert completed_in_bash(script, "parley conv") == ["conversations", "conversation"]
+    top = next(a for a in cli_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert completed_in_bash(script, "parley ") == list(top.choices)  # every command, none made up
+    assert completed_in_bash(script, "parley docs ") == ["import", "search"]
+    assert set(completed_in_bash(script, "parley docs import ./help --")) == {
+        "--help", "--data-dir", "--website", "--locale", "--publish", "--profile"}
+    assert completed_in_bash(script, "parley conversations --filter un") == ["unread", "unresolved"]
+    # an option's value is not read as a command: `docs` here is a website's name
+    assert completed_in_bash(script, "parley conversations --website docs --w") == ["--website", "--watch"]
+    assert completed_in_bash(script, "parley completion ") == ["bash", "zsh"]
+    assert completed_in_bash(script, "parley admin operator add") == ["add-org"]
+
+
+ZSH_SESSION = r"""
+zmodload zsh/zpty
+zpty -b z 'zsh -f -i'
+zpty -w z "autoload -U compinit; compinit -u -D; source ${(q)1}; parley() { print -r -- \"ARGS[\$*]\" }; print READY"
+zpty -r -m z out '*READY*'
+zpty -w -n z "$2"$'\n'
+zpty -r -m z out '*ARGS\[*\]*'
+print -r -- "${${out##*ARGS\[}%%\]*}"
+zpty -d z
+"""
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completion_completes_in_a_real_zsh(tmp_path):
+    """Typed into an interactive zsh (zpty) with the script loaded: each Tab completes a word."""
+    script = tmp_path / "_parley"
+    script.write_text(Cli(tmp_path).ok("completion", "zsh"))
+    assert script.read_text().startswith("#compdef parley\n")
+    for typed, line in (("parley docs im\t--pub\t", "docs import --publish"),
+                        ("parley conversations --filter unres\t", "conversations --filter unresolved"),
+                        ("parley admin oa\tro\t", "admin oauth rotate-key")):
+        done = subprocess.run(["zsh", "-f", "-c", ZSH_SESSION, "zsh", str(script), typed],
+                              capture_output=True, text=True, timeout=WAIT)
+        assert done.stdout.strip() == line, (typed, done.stdout, done.stderr)
+
+
+def test_docs_import_over_http(server, http, tenant, tmp_path):
+    cli = logged_in(tmp_path / "home", server, tenant)
+    folder = tmp_path / "help"
+    (folder / "billing").mkdir(parents=True)
+    (folder / "billing" / "refunds.md").write_text("# Refund policy\n\nWithin 30 days.\n")
+    (folder / "welcome.md").write_text("No heading, just <b>text</b>.\n")
+    imported = ["docs", "import", str(folder), "--website", tenant.website_name, "--publish"]
+
+    assert json.loads(cli.ok(*imported)) == {"files": 2, "created": 2, "updated": 0, "unchanged": 0}
+    assert json.loads(cli.ok(*imported)) == {"files": 2, "created": 0, "updated": 0, "unchanged": 2}
+    (folder / "billing" / "refunds.md").write_text("# Refund policy\n\nWithin 60 days.\n")
+    assert json.loads(cli.ok(*imported)) == {"files": 2, "created": 0, "updated": 1, "unchanged": 1}
+    docs = http.get("/api/documents", params={"websiteId": str(tenant.website_id)}, headers=tenant.operator).json()
+    by_title = {d["title"]: d for d in docs if d["title"] in ("Refund policy", "welcome")}
+    assert len(by_title) == 2 and len([d for d in docs if d["title"] == "Refund policy"]) == 1  # no duplicate
+    assert by_title["Refund policy"]["content"] == "Within 60 days." and by_title["Refund policy"]["published"]
+    assert by_title["Refund policy"]["category"] == "billing"
+    assert by_title["welcome"]["content"] == "No heading, just <b>text</b>."
+    # the same key as the import on the server's machine: that one finds these documents too
+    assert run_import(server, folder, "--website", str(tenant.website_id), "--publish") == {
+        "files": 2, "created": 0, "updated": 0, "unchanged": 2}
+
+    missing = cli.run("docs", "import", str(tmp_path / "nowhere"), "--website", tenant.website_name)
+    assert missing.returncode == 2 and "is not a directory" in missing.stderr
+    both = cli.run("docs", "import", str(folder), "--website", "w", "--data-dir", ".", "--profile", "default")
+    assert both.returncode == 2
+    (folder / "long.md").write_text("# " + "x" * 301 + "\n")
+    refused = cli.run(*imported)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "parley: 400: " in refused.stderr and "title" in refused.stderr
+    elsewhere = make_tenant(server)
+    foreign = cli.run("docs", "import", str(folder), "--website", str(elsewhere.website_id))
+    assert foreign.returncode == 1 and "parley: 404: " in foreign.stderr
+    assert http.get("/api/documents", headers=elsewhere.operator).json() == []

@@ -19,7 +19,7 @@ from readapi.auth import OPERATOR, VISITOR, Auth, authenticate
 from readapi.collections import read_one
 from readapi.document_search import search_documents
 from readapi.cursors import CursorPage
-from readapi.documents import DOCUMENTS, Document, list_documents
+from readapi.documents import DOCUMENTS, Document, DocumentImported, list_documents
 from readapi.document_search import Match
 from readapi.listing import Listing, listing_response, register
 from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
@@ -110,6 +110,21 @@ async def create_document(request: Request) -> Response:
     return await _document(request, principal, await run_command(request, documents.create_document, principal, body))
 
 
+@describe("Import a help document from a file: created, or updated when it changed, found by its path",
+          OPERATOR, body=documents.DocumentImport, answer=DocumentImported, errors=(404,),
+          example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "source": "billing/refunds.md",
+                   "title": "Refund policy", "content": "Within 30 days.", "category": "billing", "published": True})
+@post("/api/documents/import", status_code=200)
+async def import_document(request: Request) -> Response:
+    """`parley docs import DIR` from an operator's machine, one file a request; a re-import of an
+    unchanged file writes nothing."""
+    principal = await authenticate(request, accept=("operator",))
+    body = await decode_body(request, documents.DocumentImport)
+    imported = await run_command(request, documents.import_sent_document, principal, body)
+    await written(request, imported.created, READ_MODELS)
+    return json_response(DocumentImported(imported.created.id, imported.outcome), imported.created)
+
+
 @describe("Change a help document (only the fields given)", OPERATOR, body=documents.DocumentUpdate,
           answer=Document, example={"published": False})
 @put("/api/documents/{document_id:str}")
@@ -129,5 +144,5 @@ async def delete_document(request: Request, document_id: FromPath[str]) -> Respo
     return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
 
 
-ROUTES = [list_documents_route, search_route, chat_search_route, chat_document, get_document, create_document, update_document,
-          delete_document]
+ROUTES = [list_documents_route, search_route, chat_search_route, chat_document, get_document, create_document,
+          import_document, update_document, delete_document]

@@ -1,7 +1,8 @@
 """What never leaves through the MCP server: a canary planted in every excluded field (the customer's
 e-mail, name, phone and user id, a metadata value, the page context the agent may read, an internal
 note, the visitor's and the operator's message contents, a campaign's content, an API key's secret, the
-website's identity secret), and the excluded ids (customer, message, operator), must not appear in one
+website's identity secret, the AI agent's bearer secret, greeting and fallback message, a webhook
+subscription's signing secret), and the excluded ids (customer, message, operator), must not appear in one
 byte of any tool result (`content`, `structuredContent`, `_meta`), tool listing or view resource."""
 
 from __future__ import annotations
@@ -15,12 +16,31 @@ from tests.mcp_helpers import Consent, mcp_session
 from tests.visitors import chat, sign, start_session
 
 VIEWS = ("ui://parley/overview.html", "ui://parley/inbox.html", "ui://parley/activity.html")
+PUBLIC_ADDRESS = "https://93.184.216.34"  # a public address the settings accept; never called (see below)
+
+
+def plant_operator_secrets(http, tenant, canaries: dict[str, str]) -> dict[str, str]:
+    """The agent's configuration (its greeting and fallback message canaries) and the two secrets the
+    server answers only once: the agent's bearer secret and a webhook subscription's signing secret.
+    Both switched off at once, so that nothing is sent to the address."""
+    agent = http.put(f"/api/websites/{tenant.website_name}/agent", headers=tenant.operator, json={
+        "url": f"{PUBLIC_ADDRESS}/agui", "enabled": False, "greeting": canaries["greeting"],
+        "fallbackMessage": canaries["fallback"]})
+    assert agent.status_code == 200 and agent.json()["secret"].startswith("agsec_"), agent.text
+    hook = http.post("/api/webhooksubscriptions", headers=tenant.operator, json={
+        "websiteId": str(tenant.website_id), "url": f"{PUBLIC_ADDRESS}/hook", "events": ["customer.created"]})
+    assert hook.status_code == 200 and hook.json()["secret"], hook.text
+    paused = http.put(f"/api/webhooksubscriptions/{hook.json()['_id']}", headers=tenant.operator,
+                      json={"active": False})
+    assert paused.status_code == 200 and paused.json()["active"] is False, paused.text
+    return {"agent secret": agent.json()["secret"], "webhook secret": hook.json()["secret"]}
 
 
 def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant):
     canaries = {name: f"CANARY{uuid.uuid4().hex[:12]}{name}" for name in
                 ("email", "nickname", "phone", "userid", "metadata", "readable", "note", "visitor", "reply",
-                 "campaign")}
+                 "campaign", "greeting", "fallback")}
+    secrets = plant_operator_secrets(http, tenant, canaries)
     email = canaries["email"].lower() + "@example.com"
     visitor = start_session(http, tenant.website_id, userId=canaries["userid"],
                             signature=sign(tenant.identity_secret, canaries["userid"]), email=email,
@@ -57,7 +77,7 @@ def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant)
         operator_id = conn.execute("SELECT id FROM rm_operators WHERE email = %s", (tenant.operator_email,)).fetchone()[0]
     forbidden = {**canaries, "email address": email, "customer id": visitor.customer_id,
                  "operator id": str(operator_id), "identity secret": tenant.identity_secret,
-                 "operator token": tenant.operator_token, "api key": api_key_secret.split()[1],
+                 "operator token": tenant.operator_token, "api key": api_key_secret.split()[1], **secrets,
                  **{f"message id {i}": m for i, m in enumerate(message_ids)}}
 
     async def everything() -> list[str]:

@@ -33,6 +33,7 @@ class Settings(msgspec.Struct, kw_only=True):
     rate_apikey_per_minute: PerMinute = 600
     rate_operator_per_minute: PerMinute = 1200
     rate_anonymous_per_minute: PerMinute = 60
+    rate_signin_per_minute: PerMinute = 30
     trusted_proxies: str = ""
     sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
     webhook_allow_private: bool = False
@@ -89,6 +90,10 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_RATE_ANONYMOUS_PER_MINUTE": ("rate_anonymous_per_minute",
                                          "requests per minute per client address without a valid credential: "
                                          "the sandbox, sign-in, 401s; also per chat session (default 60)"),
+    "PARLEY_RATE_SIGNIN_PER_MINUTE": ("rate_signin_per_minute",
+                                      "POST requests per minute per client address to the OAuth endpoints: the "
+                                      "consent page's sign-in, /oauth/token, /oauth/register, /oauth/revoke "
+                                      "(default 30)"),
     "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
                                "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
                                "believed (default none: X-Forwarded-For is ignored)"),

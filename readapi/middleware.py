@@ -3,7 +3,7 @@ of URLs, and the visitor routes' CORS (`readapi/cors.py`).
 
 As an ASGI wrapper around the whole application, it also stamps on every response, whichever layer
 produced it (a handler, an error handler, Litestar's own 404, or this wrapper's refusals): `API-Version`,
-the `RateLimit` headers of `/api/` requests, and the `Deprecation` headers of a deprecated route."""
+the `RateLimit` headers of `/api/` requests and of POSTs to the OAuth endpoints, and the `Deprecation` headers of a deprecated route."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from readapi.clientaddress import TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
-from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for
+from readapi.ratelimit import SIGN_IN_PATHS, Decision, RateLimiter, bucket_for, policy_for, sign_in_limit
 from readapi.services import Services
 
 log = logging.getLogger("parley.api")
@@ -68,7 +68,7 @@ class ContractMiddleware:
                 ]
             await send(message)
 
-        if scope["path"].startswith(LIMITED_PREFIX):
+        if scope["path"].startswith(LIMITED_PREFIX) or self._signs_in(scope):
             try:
                 decision = await self._count(scope, receive)
             except DATABASE_UNAVAILABLE:
@@ -109,15 +109,21 @@ class ContractMiddleware:
         except Exception:  # noqa: BLE001 - no such route or method: nothing to stamp
             return None
 
+    def _signs_in(self, scope) -> bool:
+        return self.mcp is not None and scope["method"] == "POST" and scope["path"] in SIGN_IN_PATHS
+
     async def _count(self, scope, receive) -> Decision:
-        """Counts the request against its credential's limit, or its client address's without one."""
+        """Counts the request against its credential's limit, or its client address's without one; a
+        POST to the OAuth endpoints against its address's sign-in limit."""
+        forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
+        client = scope.get("client")
+        address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
+        if self._signs_in(scope):
+            return await self.limiter.hit(*sign_in_limit(address, self.settings))
         principal = None
         if not scope["path"].startswith(SANDBOX_PREFIX):
             scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn
             principal = await identify(Request(scope, receive), kept=True)  # counting needs no lookup
-        forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
-        client = scope.get("client")
-        address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
         return await self.limiter.hit(bucket_for(principal, address), policy_for(principal, self.settings))
 
 

@@ -76,6 +76,16 @@ def policy_for(principal: Principal | None, settings: Settings) -> Policy:
     return Policy("chat", settings.rate_anonymous_per_minute)
 
 
+# POSTed a password, a code or a refresh token to try: counted per client address, whatever it presents
+SIGN_IN_PATHS = frozenset({"/oauth/consent", "/oauth/token", "/oauth/register", "/oauth/revoke"})
+
+
+def sign_in_limit(client_address: str, settings: Settings) -> tuple[str, Policy]:
+    """The bucket and policy of a POST to the OAuth endpoints, apart from the /api/ buckets: a guesser
+    at the sign-in form spends their own address's budget, and nobody else's."""
+    return f"signin:{limit_key(client_address)}", Policy("signin", settings.rate_signin_per_minute)
+
+
 def bucket_for(principal: Principal | None, client_address: str) -> str:
     return f"{principal.kind}:{principal.credential_id}" if principal else f"address:{limit_key(client_address)}"
 

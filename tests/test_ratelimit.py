@@ -11,11 +11,13 @@ import subprocess
 import sys
 import uuid
 
+import httpx
 import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from tests.conftest import ALL_KEY_SCOPES, Server, basic, make_server, make_tenant, token
+from tests.mcp_helpers import PASSWORD, Flow, _consent, hidden_fields, pkce, rpc
 from readapi.clientaddress import TrustedProxies, limit_key
 from readapi.ratelimit import WINDOW_SECONDS, Policy, RateLimiter
 
@@ -135,7 +137,7 @@ def test_the_anonymous_limit_ignores_a_spoofed_forwarded_for(limited):
 @pytest.fixture(scope="module")
 def proxied(infra, tmp_path_factory):
     server = make_server(infra, tmp_path_factory.mktemp("proxied"), PARLEY_RATE_ANONYMOUS_PER_MINUTE="3",
-                         PARLEY_TRUSTED_PROXIES="10.0.0.0/8, 127.0.0.1").start()
+                         PARLEY_RATE_SIGNIN_PER_MINUTE="5", PARLEY_TRUSTED_PROXIES="10.0.0.0/8, 127.0.0.1").start()
     yield server
     server.stop()
 
@@ -153,6 +155,39 @@ def test_behind_a_trusted_proxy_each_client_address_has_its_own_limit(proxied):
         # what the client wrote left of the address our proxy saw does not escape the limit
         spoofed = [documents(f"198.51.100.{i}, 203.0.113.50") for i in range(4)]
         assert [s.status_code for s in spoofed] == [200, 200, 200, 429]
+
+
+def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):
+    """A password guesser spends their own address's budget of the OAuth endpoints (5 a minute here): the
+    sixth guess and their token requests answer 429 with Retry-After; an operator elsewhere signs in."""
+    tenant = make_tenant(proxied)
+    with proxied.client() as http:
+        def client_at(address: str) -> httpx.Client:
+            return httpx.Client(base_url=proxied.base_url, timeout=30, headers={"X-Forwarded-For": address})
+
+        operator, guesser = client_at("203.0.113.7"), client_at("203.0.113.66")
+        with operator, guesser:
+            flow = Flow(operator, proxied.base_url)
+            flow.register()  # the operator's first of 5
+            verifier, challenge = pkce()
+            address = flow.authorize_url(challenge)
+            sign_in = guesser.get(guesser.get(address).headers["location"])  # GETs are not counted
+            for attempt in range(5):
+                guessed = guesser.post("/oauth/consent", data={**hidden_fields(sign_in.text),
+                                                               "email": tenant.operator_email, "password": f"x{attempt}"})
+                assert guessed.status_code == 401 and "wrong password" in guessed.text
+                assert limit_of(guessed)["name"] == "signin"
+                sign_in = guessed
+            refused = guesser.post("/oauth/consent", data={**hidden_fields(sign_in.text),
+                                                           "email": tenant.operator_email, "password": PASSWORD})
+            assert_refused(refused, "signin", 5)  # even the right password: the guesser cannot tell
+            assert_refused(guesser.post("/oauth/token", data={"grant_type": "authorization_code", "code": "x"}),
+                           "signin", 5)
+
+            answer = _consent(operator, address, tenant.operator_email, PASSWORD, None, "allow")  # 2 and 3 of 5
+            issued = flow.exchange(answer["code"][0], verifier)  # 4 of 5
+            assert issued.status_code == 200, issued.text
+            assert rpc(http, issued.json()["access_token"], "tools/list").status_code == 200
 
 
 @pytest.mark.parametrize("peer, forwarded_for, client", [

@@ -32,21 +32,27 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 
 
-def ensure_chromium() -> Path:
-    """Debian's Chromium, installed first when it is missing and this process may install it."""
-    if CHROMIUM.exists():
-        return CHROMIUM
+def ensure_debian_package(program: Path, package: str) -> Path:
+    """`program`, with its Debian package installed first when it is missing and this process may install
+    it: the suite needs it on a fresh machine, and fails (never skips) when it cannot have it."""
+    if program.exists():
+        return program
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.fail(f"{CHROMIUM} is missing and this user cannot install it: run "
-                    "`apt-get install chromium` as root", pytrace=False)
+        pytest.fail(f"{program} is missing and this user cannot install it: run "
+                    f"`apt-get install {package}` as root", pytrace=False)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
         done = subprocess.run(command, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            pytest.fail(f"installing Chromium failed ({' '.join(command)}):\n{done.stderr[-2000:]}", pytrace=False)
-    if not CHROMIUM.exists():
-        pytest.fail(f"apt-get installed chromium but {CHROMIUM} is still missing", pytrace=False)
-    return CHROMIUM
+            pytest.fail(f"installing {package} failed ({' '.join(command)}):\n{done.stderr[-2000:]}", pytrace=False)
+    if not program.exists():
+        pytest.fail(f"apt-get installed {package} but {program} is still missing", pytrace=False)
+    return program
+
+
+def ensure_chromium() -> Path:
+    """Debian's Chromium."""
+    return ensure_debian_package(CHROMIUM, "chromium")
 
 
 @pytest.fixture(scope="module")

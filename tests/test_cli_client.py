@@ -11,7 +11,6 @@ import json
 import os
 import argparse
 import queue
-import shutil
 import stat
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import httpx
 import pytest
 
 from parley.cli import parser as cli_parser
-from tests.browser import browser, page  # noqa: F401
+from tests.browser import browser, ensure_debian_package, page  # noqa: F401
 from tests.conftest import make_server, make_tenant, token
 from tests.documents_helpers import create as create_document, indexed
 from tests.mcp_helpers import PASSWORD, browser as person, hidden_fields
@@ -369,16 +368,16 @@ zpty -d z
 """
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_zsh_completion_completes_in_a_real_zsh(tmp_path):
     """Typed into an interactive zsh (zpty) with the script loaded: each Tab completes a word."""
+    zsh = str(ensure_debian_package(Path("/usr/bin/zsh"), "zsh"))
     script = tmp_path / "_parley"
     script.write_text(Cli(tmp_path).ok("completion", "zsh"))
     assert script.read_text().startswith("#compdef parley\n")
     for typed, line in (("parley docs im\t--pub\t", "docs import --publish"),
                         ("parley conversations --filter unres\t", "conversations --filter unresolved"),
                         ("parley admin oa\tro\t", "admin oauth rotate-key")):
-        done = subprocess.run(["zsh", "-f", "-c", ZSH_SESSION, "zsh", str(script), typed],
+        done = subprocess.run([zsh, "-f", "-c", ZSH_SESSION, "zsh", str(script), typed],
                               capture_output=True, text=True, timeout=WAIT)
         assert done.stdout.strip() == line, (typed, done.stdout, done.stderr)
 

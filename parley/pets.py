@@ -8,6 +8,7 @@ row's frames is fully transparent. The manifest, pet.json, names the atlas and s
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -37,10 +38,20 @@ def _lossless_webp(data: bytes) -> bool:
     return False
 
 
+# What `POST /api/pets/validate` accepts: far above any real atlas's file (a drawn 1536x2288 PNG is a few
+# hundred KB), and small enough to hold in memory per request.
+MAX_ATLAS_BYTES = 8 * 1024 * 1024
+MEDIA_TYPES = ("image/png", "image/webp")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def looks_like_atlas_file(data: bytes) -> bool:
+    """Whether the bytes start as a PNG or a WebP file does (whatever follows)."""
+    return data.startswith(PNG_SIGNATURE) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+
+
 def validate(path: Path) -> list[str]:
     """Every rule the atlas (and its manifest, when `path` is a pet.json) breaks, one sentence each."""
-    from PIL import Image, UnidentifiedImageError
-
     failures: list[str] = []
     atlas = path
     if path.suffix.lower() == ".json":
@@ -58,19 +69,42 @@ def validate(path: Path) -> list[str]:
             return failures + ["manifest: spritesheetPath does not name the atlas"]
         atlas = path.parent / sheet
     try:
-        image = Image.open(atlas)
-        image.load()
-    except (OSError, UnidentifiedImageError) as exc:
-        return failures + [f"{atlas}: not a readable image ({exc})"]
+        data = atlas.read_bytes()
+    except OSError as exc:
+        return failures + [f"{atlas}: not readable ({exc.strerror})"]
+    return failures + validate_atlas(data, str(atlas))
+
+
+def validate_atlas(data: bytes, name: str = "atlas") -> list[str]:
+    """Every rule the atlas `data` breaks, one sentence each; `name` says which file was unreadable.
+
+    The bytes may come from anyone (`POST /api/pets/validate`): the header is read first, and pixels are
+    decoded only for an image no larger than an atlas, so a small file cannot expand into a huge one."""
+    from PIL import Image, UnidentifiedImageError
+
+    failures: list[str] = []
+    try:
+        image = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        return [f"{name}: not a readable image"]
+    except Exception as exc:  # noqa: BLE001 - a malformed file may make any decoder raise anything
+        return [f"{name}: not a readable image ({exc})"]
     if image.format not in ("PNG", "WEBP"):
         failures.append(f"atlas: {image.format} is neither PNG nor WebP")
-    elif image.format == "WEBP" and not _lossless_webp(atlas.read_bytes()):
+    elif image.format == "WEBP" and not _lossless_webp(data):
         failures.append("atlas: the WebP is lossy; it must be lossless")
-    if image.size != (WIDTH, HEIGHT):
-        failures.append(f"atlas: {image.size[0]}x{image.size[1]} pixels, not {WIDTH}x{HEIGHT} "
+    width, height = image.size
+    if (width, height) != (WIDTH, HEIGHT):
+        failures.append(f"atlas: {width}x{height} pixels, not {WIDTH}x{HEIGHT} "
                         f"({COLUMNS} columns x {ROWS} rows of {CELL_WIDTH}x{CELL_HEIGHT} cells)")
     if image.mode not in ("RGBA", "LA") and not (image.mode == "P" and "transparency" in image.info):
         return failures + [f"atlas: mode {image.mode} has no alpha channel; it must be RGBA"]
+    if width * height > WIDTH * HEIGHT:
+        return failures  # too big to decode for an answer the size rule has given already
+    try:
+        image.load()
+    except Exception as exc:  # noqa: BLE001 - as above: a truncated or corrupt image
+        return failures + [f"{name}: not a readable image ({exc})"]
     alpha = image.convert("RGBA").getchannel("A")
     if alpha.getextrema()[0] == 255:
         failures.append("atlas: no pixel is transparent; the background must be")
@@ -81,10 +115,10 @@ def validate(path: Path) -> list[str]:
         for column in range(COLUMNS):
             box = (column * CELL_WIDTH, row * CELL_HEIGHT, (column + 1) * CELL_WIDTH, (row + 1) * CELL_HEIGHT)
             empty = alpha.crop(box).getextrema()[1] == 0
-            name = STATES[row][0] if row < len(STATES) else "look"
+            label = STATES[row][0] if row < len(STATES) else "look"
             if column >= used and not empty:
-                failures.append(f"atlas: row {row} ({name}) column {column} is past its {used} frames "
+                failures.append(f"atlas: row {row} ({label}) column {column} is past its {used} frames "
                                 "and must be fully transparent")
             elif column < used and empty:
-                failures.append(f"atlas: row {row} ({name}) frame {column} is empty")
+                failures.append(f"atlas: row {row} ({label}) frame {column} is empty")
     return failures

@@ -17,7 +17,8 @@ Put `@describe(...)` above the route decorator. Handlers keep their untyped `(re
   and the API key scope; `PUBLIC` for a route that needs none. 401 answers name these schemes in
   `WWW-Authenticate` (readapi/problems.py reads them from the description).
 - `body`: the Struct (or `list[Struct]`) the handler passes to `decode_body`; `body_required=False` when
-  an empty body is accepted too. `example` is an example body.
+  an empty body is accepted too. `example` is an example body. A file sent as the body itself (not
+  JSON) is `RawBody(media_types, description)`.
 - `answer`: the success body's type (a Struct, `list[Struct]`, a dict type ...); `None` for no body.
   `status` overrides the route decorator's status code (e.g. a DELETE that answers 204);
   `media_type` "text/event-stream" for Server-Sent Events or another stream, `answer` then a text saying
@@ -75,6 +76,14 @@ def query(name: str, type_: Any = str, description: str = "", required: bool = F
 
 def header(name: str, type_: Any = str, description: str = "", required: bool = False) -> Parameter:
     return Parameter(name, "header", type_, description, required)
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A request body that is a file in one of `media_types`, sent as it is (not JSON)."""
+
+    media_types: tuple[str, ...]
+    description: str
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,7 @@ ERROR_DESCRIPTIONS = {
     404: "The resource does not exist (or belongs to another organization or website).",
     409: "The resource's state does not allow this request.",
     413: "The request body is too large.",
+    415: "The request body's Content-Type is not one this route accepts.",
     429: "The credential's (or the client address's) rate limit is spent for this window.",
     503: "PostgreSQL is out of reach, or the read models are behind the caller's latest write (a write that "
          "was stored says so, with its Parley-Position: do not repeat it); retry after Retry-After.",
@@ -370,7 +380,10 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
     }
     if deprecation:
         operation["deprecated"] = True
-    if op.body is not None:
+    if isinstance(op.body, RawBody):
+        operation["requestBody"] = {"required": True, "description": op.body.description, "content": {
+            media_type: {"schema": {"type": "string", "format": "binary"}} for media_type in op.body.media_types}}
+    elif op.body is not None:
         body_media: dict[str, Any] = {}
         schemas.place(body_media, "schema", op.body)
         if op.example is not None:

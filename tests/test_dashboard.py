@@ -5,9 +5,14 @@ and every page's text shown as text."""
 from __future__ import annotations
 
 
+import json
 import time
+from pathlib import Path
 
 import pytest
+from PIL import Image
+
+from parley.pets import CELL_HEIGHT, CELL_WIDTH, validate
 
 from tests.agui_agent import AGUIAgent, say
 from tests.browser import browser, host_pages, screenshot  # noqa: F401 - fixtures
@@ -16,6 +21,7 @@ from tests.receivers import Receiver
 from tests.visitors import Chatting
 from tests.widget_pages import host_page
 
+DEFAULT_ATLAS = Path(__file__).resolve().parents[1] / "web" / "pets" / "default" / "spritesheet.png"
 PASSWORD = "correct horse"  # what conftest's make_tenant gives every operator
 XSS = '<img src=x onerror="window.__xss=1">'
 
@@ -292,6 +298,85 @@ def test_websites_and_reports_pages(dashboard, http, tenant):
     page.wait_for_selector("parley-reports[data-ready] svg")
     assert page.locator("figure.chart").count() == 5
     screenshot(page, "reports")
+    dashboard.assert_clean()
+
+
+def broken_atlas(folder: Path) -> Path:
+    """The default pet with an unused cell painted and a frame emptied: two broken rules."""
+    atlas = Image.open(DEFAULT_ATLAS).convert("RGBA")
+    x, y = 7 * CELL_WIDTH, 3 * CELL_HEIGHT  # row 3 (waving) has 4 frames: column 7 must stay empty
+    atlas.paste((255, 0, 0, 255), (x + 10, y + 10, x + 20, y + 20))
+    atlas.paste((0, 0, 0, 0), (0, 4 * CELL_HEIGHT, CELL_WIDTH, 5 * CELL_HEIGHT))
+    atlas.save(folder / "broken.png")
+    return folder / "broken.png"
+
+
+def snippet_config(context, snippet: str):
+    """What the mascot snippet's first script sets, run as a customer's page would run it (without
+    loading mascot.js), with anything its text might smuggle in as markup caught."""
+    page = context.new_page()
+    try:
+        page.set_content(snippet.split("\n<script async")[0])
+        return page.evaluate("() => [window.PARLEY_MASCOT, window.__xss ?? null]")
+    finally:
+        page.close()
+
+
+def test_the_mascot_pet_previewed_validated_and_in_the_snippet(dashboard, context, tenant, tmp_path):
+    page = dashboard.sign_in().page
+    page.click("nav >> text=Websites")
+    pet = page.locator(f"section[data-website='{tenant.website_name}'] .pet")
+    snippet = page.locator(f"section[data-website='{tenant.website_name}'] .mascot-snippet")
+    preview = pet.locator(".pet-preview")
+    assert "pet:" not in snippet.text_content()  # no pet of its own: the mascot shows the default one
+
+    # the default atlas: drawn from this browser's memory, animated, and judged valid
+    pet.get_by_label("Atlas file").set_input_files(str(DEFAULT_ATLAS))
+    pet.locator(".verdict").wait_for()
+    assert pet.locator(".verdict").text_content() == "Valid: the atlas follows every rule of the pet format."
+    image = preview.evaluate("""el => new Promise((done) => {
+        const url = getComputedStyle(el).backgroundImage.slice(5, -2), image = new Image();
+        image.onload = () => done([url, image.naturalWidth, image.naturalHeight]);
+        image.onerror = () => done([url, 0, 0]);
+        image.src = url;
+    })""")
+    assert image[0].startswith("blob:") and image[1:] == [1536, 2288]
+    assert preview.get_attribute("data-row") == "0"  # idle
+    first = preview.evaluate("el => getComputedStyle(el).backgroundPosition")
+    page.wait_for_function("([el, first]) => getComputedStyle(el).backgroundPosition !== first",
+                           arg=[preview.element_handle(), first])  # the frames move (however fast)
+    pet.get_by_label("Row").select_option("waving")
+    page.wait_for_function("el => getComputedStyle(el).backgroundPositionY === '-624px'", arg=preview.element_handle())
+    assert preview.get_attribute("data-row") == "3"
+    pet.get_by_label("Row").select_option("idle")
+
+    pet.get_by_label("Pet name").fill("Pip")
+    pet.get_by_label("Atlas URL").fill("https://cdn.example.com/pets/pip.png")
+    assert ('pet: {id: "pip", name: "Pip", spritesheet: "https://cdn.example.com/pets/pip.png"}'
+            in snippet.text_content())
+    pet.scroll_into_view_if_needed()
+    screenshot(page, "dashboard-pet")
+
+    # a broken atlas: each failure listed, the very sentences of `parley pets validate`
+    broken = broken_atlas(tmp_path)
+    pet.get_by_label("Atlas file").set_input_files(str(broken))
+    pet.locator(".verdict .failures li").first.wait_for()
+    assert pet.locator(".verdict .status-bad").text_content() == "Not valid:"
+    expected = [line.replace(str(broken), "atlas") for line in validate(broken)]
+    assert len(expected) == 2 and pet.locator(".verdict .failures li").all_text_contents() == expected
+
+    # a hostile name is text on the page, and string data in the snippet, whatever page runs it
+    hostile = "</script>" + XSS  # unescaped, it would end the snippet's script and run the markup
+    pet.get_by_label("Pet name").fill(hostile)
+    assert pet.locator("figcaption").text_content() == hostile
+    assert f"name: {json.dumps(hostile).replace('<', chr(92) + 'u003c')}" in snippet.text_content()
+    config, xss = snippet_config(context, snippet.text_content())
+    assert config["pet"]["name"] == hostile and config["websiteId"] == str(tenant.website_id) and xss is None
+
+    # without a URL the pet is left out again
+    pet.get_by_label("Atlas URL").fill("")
+    assert "pet:" not in snippet.text_content()
+    assert "pet" not in snippet_config(context, snippet.text_content())[0]
     dashboard.assert_clean()
 
 

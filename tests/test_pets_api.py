@@ -83,8 +83,9 @@ def test_a_broken_atlas_is_invalid_with_the_cli_s_sentence(http, tenant, nothing
     assert verdict["valid"] is False
     assert sum(line.startswith(expected) for line in verdict["failures"]) == 1, verdict
     # the very sentences `parley pets validate` prints for the same file
-    (tmp_path / "atlas").write_bytes(body)
-    assert verdict["failures"] == [line.replace(str(tmp_path / "atlas"), "atlas") for line in validate(tmp_path / "atlas")]
+    path = tmp_path / "atlas"
+    path.write_bytes(body)
+    assert verdict["failures"] == [line.replace(str(path), "atlas") for line in validate(path)]
 
 
 def test_an_oversized_image_is_judged_by_its_header_without_decoding(http, tenant, nothing_stored):

@@ -12,29 +12,24 @@
     console.warn("[parley] the mascot could not load: " + error.message);
   });
 
-  var CELL_W = 192, CELL_H = 208, ATLAS_W = 1536, ATLAS_H = 2288, SHOWN = 0.5;
-  // state: [row, frames, ms per frame, loops]; the last frame of each is held LAST_MS
-  var STATES = {
-    "idle": [0, 6, 220, true], "running-right": [1, 8, 110, true], "running-left": [2, 8, 110, true],
-    "waving": [3, 4, 170, false], "jumping": [4, 5, 130, false], "failed": [5, 8, 150, false],
-    "waiting": [6, 6, 230, true], "running": [7, 6, 120, true], "review": [8, 6, 180, false],
-  };
-  var LAST_MS = 320, DEAD_ZONE = 60;
-
-  var CSS = [
-    // bottom left: the widget's launcher holds the bottom right when both are on a page
-    ":host{left:16px!important;bottom:12px!important}",
-    ".pet{display:block;width:" + CELL_W * SHOWN + "px;height:" + CELL_H * SHOWN + "px;background-repeat:no-repeat;",
-    "background-size:" + ATLAS_W * SHOWN + "px " + ATLAS_H * SHOWN + "px;transition:transform 1.2s linear}",
-    ".pet.entering{transform:translateX(-140px)}",
-    ".bubble{position:absolute;left:0;bottom:" + (CELL_H * SHOWN + 8) + "px;width:min(300px,calc(100vw - 32px));height:min(380px,calc(100vh - 160px));",
-    "background:#fff;border-radius:16px;box-shadow:0 10px 34px rgba(20,24,40,.28);display:flex;flex-direction:column;overflow:hidden}",
-    ".bubble header{display:flex;align-items:center;padding:10px 10px 10px 14px;background:var(--brand);color:#fff}",
-    ".bubble h2{flex:1;font-size:15px;font-weight:700}.bubble header button{color:#fff;padding:2px 8px;border-radius:8px}",
-  ].join("");
+  var SHOWN = 0.5, DEAD_ZONE = 60;
 
   function mount(module, core) {
     var h = module.h;
+    var PET = module.PET, STATES = PET.states, LAST_MS = PET.lastMs, CELL_W = PET.cellWidth, CELL_H = PET.cellHeight;
+    var ATLAS_W = CELL_W * PET.columns, ATLAS_H = CELL_H * PET.rows;
+    var CSS = [
+      // bottom left: the widget's launcher holds the bottom right when both are on a page
+      ":host{left:16px!important;bottom:12px!important}",
+      ".pet{display:block;width:" + CELL_W * SHOWN + "px;height:" + CELL_H * SHOWN + "px;background-repeat:no-repeat;",
+      "background-size:" + ATLAS_W * SHOWN + "px " + ATLAS_H * SHOWN + "px;transition:transform 1.2s linear}",
+      ".pet.entering{transform:translateX(-140px)}",
+      ".bubble{position:absolute;left:0;bottom:" + (CELL_H * SHOWN + 8) + "px;width:min(300px,calc(100vw - 32px));height:min(380px,calc(100vh - 160px));",
+      "background:#fff;border-radius:16px;box-shadow:0 10px 34px rgba(20,24,40,.28);display:flex;flex-direction:column;overflow:hidden}",
+      ".bubble header{display:flex;align-items:center;padding:10px 10px 10px 14px;background:var(--brand);color:#fff}",
+      ".bubble h2{flex:1;font-size:15px;font-weight:700}.bubble header button{color:#fff;padding:2px 8px;border-radius:8px}",
+    ].join("");
+
     var config = window.PARLEY_MASCOT || {};
     var pet = config.pet || {};
     var name = typeof pet.name === "string" && pet.name ? pet.name : "Pip";

@@ -443,6 +443,18 @@ function createCore(base) {
   };
 }
 
+// --- the pet format (parley/pets.py), which the mascot plays and the dashboard previews: an atlas of
+// 8 x 11 cells of 192x208; rows 0-8 are these states, [row, frames, ms per frame, loops], the last frame
+// of each held lastMs; rows 9-10 the 16 look directions, clockwise from up
+export const PET = {
+  cellWidth: 192, cellHeight: 208, columns: 8, rows: 11, lastMs: 320,
+  states: {
+    "idle": [0, 6, 220, true], "running-right": [1, 8, 110, true], "running-left": [2, 8, 110, true],
+    "waving": [3, 4, 170, false], "jumping": [4, 5, 130, false], "failed": [5, 8, 150, false],
+    "waiting": [6, 6, 230, true], "running": [7, 6, 120, true], "review": [8, 6, 180, false],
+  },
+};
+
 // --- what both surfaces draw: elements built from text only (never markup), and the chat itself
 
 export function h(tag, props, ...children) {

@@ -32,9 +32,10 @@ CONTENT_TYPES = {
 
 
 # The dashboard runs only its own files: no inline script or style (user text is never parsed as markup
-# anyway), no other origin, and no framing by another site.
+# anyway), no other origin, and no framing by another site. Images may be `blob:` URLs: the pet preview
+# shows an atlas the operator picked, from this browser's memory.
 DASHBOARD_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
                                "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
                                "frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",

@@ -30,9 +30,12 @@ function headers(extra = {}) {
   return {...(token ? {Authorization: `Token ${token}`} : {}), ...extra};
 }
 
+/** A call to the API: `body` is sent as JSON, or as it is when it is a file (a Blob, with its own type). */
 export async function api(method, path, body) {
-  const init = {method, headers: headers(body === undefined ? {} : {"Content-Type": "application/json"})};
-  if (body !== undefined) init.body = JSON.stringify(body);
+  const file = body instanceof Blob;
+  const type = file ? body.type : "application/json";
+  const init = {method, headers: headers(body === undefined ? {} : {"Content-Type": type})};
+  if (body !== undefined) init.body = file ? body : JSON.stringify(body);
   const response = await fetch(path, init);
   if (!response.ok) {
     const problem = await response.json().catch(() => null);

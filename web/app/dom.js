@@ -34,10 +34,10 @@ export function time(iso, withDate = true) {
   return h("time", {datetime: iso, title: date.toLocaleString()}, date.toLocaleString(undefined, options));
 }
 
-/** A button that copies `text`, and says so. */
+/** A button that copies `text` (or what the function `text` answers when pressed), and says so. */
 export function copyButton(text, label = "Copy") {
   const button = h("button", {type: "button", class: "secondary", onclick: async () => {
-    await navigator.clipboard.writeText(text).catch(() => {});
+    await navigator.clipboard.writeText(typeof text === "function" ? text() : text).catch(() => {});
     button.textContent = "Copied";
     setTimeout(() => { button.textContent = label; }, 1500);
   }}, label);

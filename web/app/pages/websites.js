@@ -1,17 +1,98 @@
 // Websites: create one, its brand color and allowed origins, its identity secret (shown once, rotated on
-// demand), and the snippets that install the widget and the mascot with the website id filled in.
+// demand), the snippets that install the widget and the mascot with the website id filled in, and the
+// mascot's own pet: an atlas previewed as the mascot plays it and judged by POST /api/pets/validate.
 
 import {Page, api} from "../main.js";
 import {copyButton, errorBox, field, h, replace, secretOnce, time} from "../dom.js";
+import {PET} from "/parley-core.js";
 
-function snippets(website) {
+/** `value` as JavaScript string data that is safe inside an HTML script element too (no `</script>`). */
+const jsString = (value) => JSON.stringify(String(value)).replace(/</g, "\\u003c");
+
+/** The install snippets; `pet` ({id, name, spritesheet}) goes in the mascot's only when there is one. */
+function snippets(website, pet) {
   const base = location.origin;
-  const config = `<script>window.$parley = []; window.PARLEY_WEBSITE_ID = "${website._id}";</script>`;
-  // without a `pet`, the mascot shows the service's default pet; docs/widget.md says how to bring your own
-  const mascot = `<script>window.$parley = []; window.PARLEY_WEBSITE_ID = "${website._id}";\n` +
-    `window.PARLEY_MASCOT = {websiteId: "${website._id}", brandColor: "${website.brandColor ?? "#3056d3"}"};</script>\n` +
-    `<script async src="${base}/mascot.js"></script>`;
-  return {widget: `${config}\n<script async src="${base}/widget.js"></script>`, mascot};
+  const id = jsString(website._id);
+  const config = `<script>window.$parley = []; window.PARLEY_WEBSITE_ID = ${id};</script>`;
+  const mascot = [`websiteId: ${id}`, `brandColor: ${jsString(website.brandColor ?? "#3056d3")}`];
+  // without a `pet`, the mascot shows the service's default pet
+  if (pet) mascot.push(`pet: {id: ${jsString(pet.id)}, name: ${jsString(pet.name)}, spritesheet: ${jsString(pet.spritesheet)}}`);
+  return {widget: `${config}\n<script async src="${base}/widget.js"></script>`,
+          mascot: `<script>window.$parley = []; window.PARLEY_WEBSITE_ID = ${id};\n` +
+            `window.PARLEY_MASCOT = {${mascot.join(", ")}};</script>\n<script async src="${base}/mascot.js"></script>`};
+}
+
+/** The pet the mascot snippet names: none without an http(s) URL for its atlas. */
+function typedPet(name, url) {
+  let parsed;
+  try {
+    parsed = new URL(url.trim());
+  } catch {
+    return null;
+  }
+  if (!["http:", "https:"].includes(parsed.protocol)) return null;
+  const shown = name.trim() || "Pet";
+  const id = shown.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "custom";
+  return {id, name: shown, spritesheet: parsed.href};
+}
+
+/**
+ * A live preview of an atlas as mascot.js plays it: one row's frames at the mascot's timing (its last
+ * frame held longer), looping; `data-frame` says which frame shows. It stops once off the page.
+ */
+function petPreview() {
+  const atlasWidth = PET.cellWidth * PET.columns, atlasHeight = PET.cellHeight * PET.rows;
+  const sprite = h("div", {class: "pet-preview", role: "img", "aria-label": "No atlas chosen yet"});
+  Object.assign(sprite.style, {width: `${PET.cellWidth}px`, height: `${PET.cellHeight}px`,
+                               backgroundSize: `${atlasWidth}px ${atlasHeight}px`});
+  const row = h("select", {}, Object.keys(PET.states).map((state) => h("option", {value: state}, state)));
+  const still = matchMedia("(prefers-reduced-motion: reduce)").matches;
+  const pause = h("button", {type: "button", class: "secondary", "aria-pressed": String(still),
+                             onclick: () => { pause.setAttribute("aria-pressed", String(pause.getAttribute("aria-pressed") !== "true")); restart(); }},
+                  "Pause");
+  let timer = 0, frame = 0, url = null;
+  const paint = () => {
+    const [line] = PET.states[row.value];
+    sprite.style.backgroundPosition = `${-frame * PET.cellWidth}px ${-line * PET.cellHeight}px`;
+    sprite.dataset.row = String(line);
+    sprite.dataset.frame = String(frame);
+  };
+  const tick = () => {
+    if (!sprite.isConnected) return forget();
+    const [, frames, ms] = PET.states[row.value];
+    paint();
+    if (pause.getAttribute("aria-pressed") === "true") return;
+    timer = setTimeout(() => { frame = (frame + 1) % frames; tick(); }, frame === frames - 1 ? PET.lastMs : ms);
+  };
+  function restart() {
+    clearTimeout(timer);
+    frame = 0;
+    if (url) tick();
+  }
+  function forget() {
+    clearTimeout(timer);
+    if (url) URL.revokeObjectURL(url);
+    url = null;
+  }
+  row.addEventListener("change", restart);
+  return {
+    sprite, row, pause,
+    /** Shows `file` (a Blob) from this browser's memory, named `label` for screen readers. */
+    show(file, label) {
+      forget();
+      url = URL.createObjectURL(file);
+      sprite.style.backgroundImage = `url("${url}")`;
+      sprite.setAttribute("aria-label", label);
+      requestAnimationFrame(() => tick()); // once the element is on the page
+    },
+  };
+}
+
+/** The validator's verdict on an atlas, as text. */
+function verdictView({valid, failures}) {
+  return valid ? h("p", {class: "status-ok verdict"}, "Valid: the atlas follows every rule of the pet format.")
+    : h("div", {class: "verdict"}, h("p", {class: "status-bad"}, "Not valid:"),
+      h("ul", {class: "failures"}, failures.map((failure) => h("li", null, failure))));
 }
 
 class ParleyWebsites extends Page {
@@ -61,6 +142,7 @@ class ParleyWebsites extends Page {
       }
     };
     const {widget, mascot} = snippets(website);
+    const mascotCode = h("code", {class: "mascot-snippet"}, mascot);
     const swatch = h("span", {class: "swatch"});
     swatch.style.background = website.brandColor ?? "transparent"; // CSSOM, which the CSP allows
     return h("section", {class: "card", "data-website": website.websiteName},
@@ -76,7 +158,8 @@ class ParleyWebsites extends Page {
           h("button", {type: "submit", class: "secondary"}, "Save origins"))),
       status,
       h("h3", null, "Install the chat widget"), h("pre", null, h("code", null, widget)), copyButton(widget, "Copy snippet"),
-      h("h3", null, "Or the mascot"), h("pre", null, h("code", null, mascot)), copyButton(mascot, "Copy snippet"),
+      h("h3", null, "Or the mascot"), h("pre", null, mascotCode), copyButton(() => mascotCode.textContent, "Copy snippet"),
+      this.petSection(website, mascotCode),
       h("h3", null, "Identity secret"),
       h("p", null, "Your server signs a signed-in visitor's user id with it (HMAC-SHA256), so their conversations follow them. " +
         "It is shown once; rotating it stops the former one at once."),
@@ -90,6 +173,45 @@ class ParleyWebsites extends Page {
         }
       }}, "Rotate identity secret"),
       this.agentSection(website));
+  }
+
+  /** The mascot's own pet: pick its atlas to preview and validate it; its name and URL go in the snippet. */
+  petSection(website, mascotCode) {
+    const id = website._id;
+    const file = h("input", {type: "file", accept: "image/png,image/webp", id: `pet-file-${id}`});
+    const name = h("input", {id: `pet-name-${id}`, placeholder: "Pip", maxlength: "60"});
+    const url = h("input", {type: "url", id: `pet-url-${id}`, placeholder: "https://cdn.example.com/pet/spritesheet.png"});
+    const caption = h("figcaption");
+    const verdict = h("div", {"aria-live": "polite", class: "pet-verdict"});
+    const preview = petPreview();
+    const update = () => {
+      const pet = typedPet(name.value, url.value);
+      mascotCode.textContent = snippets(website, pet).mascot;
+      caption.textContent = name.value.trim() || "Your pet";
+    };
+    name.addEventListener("input", update);
+    url.addEventListener("input", update);
+    file.addEventListener("change", async () => {
+      const atlas = file.files[0];
+      if (!atlas) return;
+      preview.show(atlas, `Preview of ${atlas.name}`);
+      replace(verdict, h("p", {class: "notice"}, "Checking the atlas…"));
+      try {
+        replace(verdict, verdictView(await api("POST", "/api/pets/validate", atlas)));
+      } catch (error) {
+        replace(verdict, errorBox(error));
+      }
+    });
+    update();
+    return h("div", {class: "pet"},
+      h("h3", null, "Mascot pet"),
+      h("p", {class: "notice"}, `Your own pet: a transparent PNG or lossless WebP atlas of ${PET.columns} x ${PET.rows} cells ` +
+        `of ${PET.cellWidth}x${PET.cellHeight}, hosted where visitors' browsers can load it. Without one the mascot shows Pip.`),
+      h("div", {class: "grid2"},
+        h("div", null, field("Atlas file", file, "Sent to Parley only to be checked, never stored: you host it."),
+          field("Pet name", name), field("Atlas URL", url, "Where you will publish the atlas (http or https).")),
+        h("div", null, h("figure", {class: "pet-stage"}, preview.sprite, caption),
+          field("Row", preview.row), preview.pause, verdict)));
   }
 
   /** The website's AI agent (AG-UI): its endpoint, greeting and fallback, its status, its secret. */

@@ -94,6 +94,17 @@ def test_times_are_date_time_strings_and_webhook_events_an_enum(document):
     assert events["enum"] == ["message.created", "conversation.created", "customer.created"]
 
 
+def test_a_file_body_is_documented_with_its_media_types(document):
+    validate_pet = document["paths"]["/api/pets/validate"]["post"]
+    assert validate_pet["requestBody"]["content"] == {
+        media_type: {"schema": {"type": "string", "format": "binary"}} for media_type in ("image/png", "image/webp")}
+    assert validate_pet["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/PetVerdict"}
+    assert {"400", "401", "403", "413", "415"} <= set(validate_pet["responses"])
+    assert "Parley-Position" not in validate_pet["responses"]["200"]["headers"]  # nothing is written
+    assert validate_pet["security"] == [{"operatorToken": []}]
+
+
 def test_the_live_server_serves_the_document_and_offline_docs(http, document):
     served = http.get("/schema/openapi.json")
     assert served.status_code == 200 and served.headers["content-type"].startswith("application/json")

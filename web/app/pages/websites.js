@@ -47,9 +47,11 @@ function petPreview() {
                                backgroundSize: `${atlasWidth}px ${atlasHeight}px`});
   const row = h("select", {}, Object.keys(PET.states).map((state) => h("option", {value: state}, state)));
   const still = matchMedia("(prefers-reduced-motion: reduce)").matches;
-  const pause = h("button", {type: "button", class: "secondary", "aria-pressed": String(still),
-                             onclick: () => { pause.setAttribute("aria-pressed", String(pause.getAttribute("aria-pressed") !== "true")); restart(); }},
-                  "Pause");
+  const paused = () => pause.getAttribute("aria-pressed") === "true";
+  const pause = h("button", {type: "button", class: "secondary", "aria-pressed": String(still), onclick: () => {
+    pause.setAttribute("aria-pressed", String(!paused()));
+    restart();
+  }}, "Pause");
   let timer = 0, frame = 0, url = null;
   const paint = () => {
     const [line] = PET.states[row.value];
@@ -61,7 +63,7 @@ function petPreview() {
     if (!sprite.isConnected) return forget();
     const [, frames, ms] = PET.states[row.value];
     paint();
-    if (pause.getAttribute("aria-pressed") === "true") return;
+    if (paused()) return;
     timer = setTimeout(() => { frame = (frame + 1) % frames; tick(); }, frame === frames - 1 ? PET.lastMs : ms);
   };
   function restart() {
@@ -191,16 +193,19 @@ class ParleyWebsites extends Page {
     };
     name.addEventListener("input", update);
     url.addEventListener("input", update);
+    let picked = null; // the latest file: a slower answer about an earlier one is dropped
     file.addEventListener("change", async () => {
-      const atlas = file.files[0];
+      const atlas = picked = file.files[0];
       if (!atlas) return;
       preview.show(atlas, `Preview of ${atlas.name}`);
       replace(verdict, h("p", {class: "notice"}, "Checking the atlas…"));
+      let shown;
       try {
-        replace(verdict, verdictView(await api("POST", "/api/pets/validate", atlas)));
+        shown = verdictView(await api("POST", "/api/pets/validate", atlas));
       } catch (error) {
-        replace(verdict, errorBox(error));
+        shown = errorBox(error);
       }
+      if (atlas === picked) replace(verdict, shown);
     });
     update();
     return h("div", {class: "pet"},

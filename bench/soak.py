@@ -22,16 +22,24 @@ from tests.faultkit import Load, Scenario  # noqa: E402
 from tests.receivers import Receiver  # noqa: E402
 
 
-def memory(scenario: Scenario) -> dict[str, float]:
-    """MiB resident per role (PostgreSQL's processes summed)."""
-    used: dict[str, float] = {}
+def memory(scenario: Scenario) -> dict[str, tuple[float, float]]:
+    """MiB per role (PostgreSQL's processes summed): resident, and unique to the role's processes. Summed
+    resident sizes count PostgreSQL's shared buffers once per backend that has touched them, so they grow
+    as backends warm up; the unique size is what a leak would grow."""
+    used: dict[str, tuple[float, float]] = {}
     for role, pids in scenario.service.process_ids().items():
         for pid in pids:
             try:
-                used[role] = used.get(role, 0.0) + psutil.Process(pid).memory_info().rss / 2**20
+                info = psutil.Process(pid).memory_full_info()
             except psutil.Error:
-                pass
+                continue
+            rss, uss = used.get(role, (0.0, 0.0))
+            used[role] = (rss + info.rss / 2**20, uss + info.uss / 2**20)
     return used
+
+
+def change(before: float, after: float) -> str:
+    return f"{(after - before) / before * 100:.1f}%" if before else "-"
 
 
 def main() -> None:
@@ -69,10 +77,11 @@ def main() -> None:
                 minute += 1
             last = memory(scenario)
             load.stop()
-            print(f"{'process':<10}{'start MiB':>11}{'end MiB':>10}{'change':>9}")
-            for role in first:
-                change = (last.get(role, 0.0) - first[role]) / first[role] * 100 if first[role] else 0.0
-                print(f"{role:<10}{first[role]:>11.1f}{last.get(role, 0.0):>10.1f}{change:>8.1f}%")
+            print(f"{'process':<10}{'RSS start':>10}{'end MiB':>9}{'change':>8}{'USS start':>11}{'end MiB':>9}{'change':>8}")
+            for role, (rss, uss) in first.items():
+                rss_end, uss_end = last.get(role, (0.0, 0.0))
+                print(f"{role:<10}{rss:>10.1f}{rss_end:>9.1f}{change(rss, rss_end):>8}"
+                      f"{uss:>11.1f}{uss_end:>9.1f}{change(uss, uss_end):>8}")
         finally:
             scenario.load.stop()
             scenario.service.terminate()

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
-from bench.serve import serve_on_fresh_database  # noqa: E402
+from bench.serve import serve_on_fresh_database, wait_projected  # noqa: E402
 from bench.write_read import floor_rate  # noqa: E402
 from commands import admin  # noqa: E402
 from commands.streams import now  # noqa: E402
@@ -49,13 +49,6 @@ def count_to(total: int):
     """A stop condition that holds once it has been asked `total` times (once per post, by all clients)."""
     asked = itertools.count()
     return lambda: next(asked) >= total
-
-
-def wait_projected(database_url: str, position: int) -> None:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        while conn.execute("SELECT min(position) FROM parley_projection_positions WHERE name IN ('core', 'chat')"
-                           ).fetchone()[0] < position:
-            time.sleep(0.1)
 
 
 def seed(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID, count: int) -> int:

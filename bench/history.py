@@ -37,7 +37,7 @@ import httpx
 import psutil
 import psycopg
 
-from bench.serve import start_serve
+from bench.serve import start_serve, wait_projected
 from commands import admin
 from events import types as ev
 from events.store import EVENTS_TABLE, EventStore, Pending
@@ -170,6 +170,7 @@ def main() -> None:
             env = {**os.environ, "PARLEY_DATABASE_URL": infra.database_url, "PARLEY_NATS_URL": infra.nats_url,
                    "PARLEY_LOG_LEVEL": "WARNING", "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}
             api, base_url = start_serve(Path(tmp) / "api", env)
+            wait_projected(infra.database_url, store.head())  # the analyst's token is in the core read model
             stream_seconds, lines, stream_mb = ndjson(base_url, token, psutil.Process(api.pid))
             exported = parquet(infra.database_url, org, Path(tmp) / "export")
             floor_after, _ = floor(infra.database_url)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,3 +70,12 @@ def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
         server.wait(30)
         for started in reversed(embedded):
             started.stop()
+
+
+def wait_projected(database_url: str, position: int) -> None:
+    """Waits until the core and chat read models (credentials, conversations, messages) reach `position`,
+    so that what a benchmark measures next is not the service catching up with what it seeded."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while (conn.execute("SELECT min(position) FROM parley_projection_positions WHERE name IN ('core', 'chat')"
+                            ).fetchone()[0] or 0) < position:
+            time.sleep(0.1)

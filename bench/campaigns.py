@@ -26,7 +26,6 @@ import time
 import uuid
 from pathlib import Path
 
-import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -40,6 +40,9 @@ from projections.inbox import InboxProjection
 from tests.mcp_helpers import Flow
 
 GOAL_MS, GOAL_RATIO = 50.0, 2.0
+# every read model the tools read (and so wait for), as the workers would have them
+READ_MODELS = (CoreProjection, InboxProjection, ActivityProjection, DocumentsProjection, CampaignsProjection,
+               ChatProjection)
 
 
 def main() -> None:
@@ -57,13 +60,14 @@ def main() -> None:
         api = None
         try:
             seeded = seed_events(store, args.conversations, args.websites, random.Random(args.seed))
-            # every read model the tools read (and so wait for), as the workers would have them
-            asyncio.run(project(infra.database_url, store, (CoreProjection, InboxProjection, ActivityProjection,
-                                                            DocumentsProjection, CampaignsProjection, ChatProjection)))
+            asyncio.run(project(infra.database_url, store, READ_MODELS))
             with psycopg.connect(infra.database_url, autocommit=True) as conn:
                 email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
             api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
-            figures = measure(base_url, seeded, email, args.samples)
+            access = sign_in(base_url, email)
+            # the sign-in's own events (the client, the grant) are what the tools' reads now wait for
+            asyncio.run(project(infra.database_url, store, READ_MODELS))
+            figures = measure(base_url, seeded, access, args.samples)
         finally:
             if api:
                 api.terminate()
@@ -84,11 +88,16 @@ def main() -> None:
     print(f"\ngoal (p99 under {GOAL_MS:.0f} ms and within {GOAL_RATIO:.0f}x REST): {'met' if met else 'missed'}")
 
 
-def measure(base_url: str, seeded, email: str, samples: int) -> dict[str, tuple[float, float]]:
+def sign_in(base_url: str, email: str) -> str:
+    """An MCP access token through the real OAuth flow (registration, consent page, PKCE, token)."""
     with httpx.Client(base_url=base_url, timeout=30) as http:
         flow = Flow(http, base_url)
         flow.register()
-        access = flow.tokens(email, scope="parley:read")["access_token"]
+        return flow.tokens(email, scope="parley:read")["access_token"]
+
+
+def measure(base_url: str, seeded, access: str, samples: int) -> dict[str, tuple[float, float]]:
+    with httpx.Client(base_url=base_url, timeout=30) as http:
         mcp_headers = {"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream",
                        "MCP-Protocol-Version": "2025-06-18"}
         rest_headers = {"Authorization": f"Token {seeded.token}"}

@@ -50,6 +50,7 @@ from events.store import EventStore, Pending
 from parley.ids import new_id
 from parley.runtime import Infrastructure
 from parley.settings import load_settings
+from projections.agent import AgentProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.runner import apply_batch, current_position, ensure_tables
@@ -125,7 +126,11 @@ def seed_events(store: EventStore, conversations: int, websites: int, rng: rando
     return Seeded(org.id, sites, operator.id, token)
 
 
-async def project(database_url: str, store: EventStore, projections: tuple = (CoreProjection, InboxProjection)) -> None:
+# what GET /api/conversations waits for (readapi/routes/resources.py), so its reads are not answered 503
+LISTING_READ_MODELS = (CoreProjection, InboxProjection, AgentProjection)
+
+
+async def project(database_url: str, store: EventStore, projections: tuple = LISTING_READ_MODELS) -> None:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         for projection in (make() for make in projections):
             started = time.perf_counter()

@@ -27,7 +27,7 @@ import httpx
 import psycopg
 
 from bench.figures import percentile
-from bench.inbox import WARM_UP, project, seed_events, start_api
+from bench.inbox import LISTING_READ_MODELS, WARM_UP, project, seed_events, start_api
 from events.store import EventStore
 from parley.runtime import Infrastructure
 from parley.settings import load_settings
@@ -35,14 +35,11 @@ from projections.activity import ActivityProjection
 from projections.campaigns import CampaignsProjection
 from projections.chat import ChatProjection
 from projections.documents import DocumentsProjection
-from projections.core import CoreProjection
-from projections.inbox import InboxProjection
 from tests.mcp_helpers import Flow
 
 GOAL_MS, GOAL_RATIO = 50.0, 2.0
 # every read model the tools read (and so wait for), as the workers would have them
-READ_MODELS = (CoreProjection, InboxProjection, ActivityProjection, DocumentsProjection, CampaignsProjection,
-               ChatProjection)
+READ_MODELS = (*LISTING_READ_MODELS, ActivityProjection, DocumentsProjection, CampaignsProjection, ChatProjection)
 
 
 def main() -> None:

@@ -62,8 +62,6 @@ def main() -> None:
                 email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
             api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
             access = sign_in(base_url, email)
-            # the sign-in's own events (the client, the grant) are what the tools' reads now wait for
-            asyncio.run(project(infra.database_url, store, READ_MODELS))
             figures = measure(base_url, seeded, access, args.samples)
         finally:
             if api:

@@ -5,6 +5,7 @@ relays at once; and a consumer that finds a position missing from the stream fil
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import nats
@@ -145,5 +146,37 @@ def test_a_position_missing_from_the_stream_is_filled_from_the_store(log):
         finally:
             await nc.close()
             await stop(task)
+
+    asyncio.run(scenario())
+
+
+def test_the_stream_keeps_the_latest_events_and_a_consumer_behind_them_reads_the_rest_from_the_store(log):
+    """The relay bounds the stream (here to 5 messages), also on a stream a consumer created unbounded; a
+    consumer that starts before the oldest message kept gets the older events from the store, in order."""
+    async def scenario() -> None:
+        nc = await nats.connect(log.nats_url)
+        try:
+            await stream.ensure_stream(nc.jetstream(), log.stream)  # as a consumer makes it: the default limit
+        finally:
+            await nc.close()
+        relay = asyncio.create_task(Relay(log.database_url, log.nats_url, log.stream, max_messages=5).run())
+        try:
+            positions = [await asyncio.to_thread(log.append, message(0, log.org_id)) for _ in range(12)]
+
+            async def newest_published() -> bool:
+                kept = await log.published()
+                return bool(kept) and kept[-1][0] == positions[-1]
+            await eventually(newest_published)
+            assert [position for position, *_ in await log.published()] == positions[-5:]
+
+            tail, seen = stream.Tail(log.store, log.nats_url, log.stream, name="test tail"), []
+            async with contextlib.aclosing(tail.batches(0)) as batches:
+                async for batch in batches:
+                    seen += [recorded.position for recorded in batch]
+                    if len(seen) >= len(positions):
+                        break
+            assert seen == positions
+        finally:
+            await stop(relay)
 
     asyncio.run(scenario())

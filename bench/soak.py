@@ -73,7 +73,9 @@ def main() -> None:
                 latencies = [a.seconds * 1000 for a in window if a.status == 200]
                 errors = sum(a.status != 200 for a in window)
                 p99 = f"{percentile(latencies, 99):.1f} ms" if latencies else "-"
-                print(f"minute {minute + 1}: {len(window)} requests, p99 {p99}, {errors} errors")
+                unique = ", ".join(f"{role} {uss:.0f}" for role, (_, uss) in memory(scenario).items())
+                print(f"minute {minute + 1}: {len(window)} requests, p99 {p99}, {errors} errors; "
+                      f"unique MiB: {unique}")
                 minute += 1
             last = memory(scenario)
             load.stop()

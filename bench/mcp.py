@@ -28,6 +28,7 @@ import psycopg
 
 from bench.figures import percentile
 from bench.inbox import LISTING_READ_MODELS, WARM_UP, project, seed_events, start_api
+from bench.serve import wait_projected
 from events.store import EventStore
 from parley.runtime import Infrastructure
 from parley.settings import load_settings
@@ -61,6 +62,8 @@ def main() -> None:
             with psycopg.connect(infra.database_url, autocommit=True) as conn:
                 email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
             api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
+            # the API process keeps the search index: measured after it has caught up, not while
+            wait_projected(infra.database_url, store.head(), ("search",))
             access = sign_in(base_url, email)
             figures = measure(base_url, seeded, access, args.samples)
         finally:

@@ -72,10 +72,10 @@ def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
             started.stop()
 
 
-def wait_projected(database_url: str, position: int) -> None:
-    """Waits until the core and chat read models (credentials, conversations, messages) reach `position`,
+def wait_projected(database_url: str, position: int, names: tuple[str, ...] = ("core", "chat")) -> None:
+    """Waits until the named read models (by default credentials, conversations, messages) reach `position`,
     so that what a benchmark measures next is not the service catching up with what it seeded."""
     with psycopg.connect(database_url, autocommit=True) as conn:
-        while (conn.execute("SELECT min(position) FROM parley_projection_positions WHERE name IN ('core', 'chat')"
-                            ).fetchone()[0] or 0) < position:
+        while (conn.execute("SELECT min(position) FROM parley_projection_positions WHERE name = ANY(%s)",
+                            (list(names),)).fetchone()[0] or 0) < position:
             time.sleep(0.1)

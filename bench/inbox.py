@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
@@ -37,6 +38,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import psycopg
@@ -206,6 +208,39 @@ def start_api(database_url: str, nats_url: str, data_dir: Path) -> tuple[subproc
     return start_serve(data_dir, env)
 
 
+class InboxBench:
+    """An embedded PostgreSQL and NATS with the seeded inbox; the API process once `start_api` is called."""
+
+    def __init__(self, tmp: Path, infra: Infrastructure, store: EventStore):
+        self.tmp, self.infra, self.store = tmp, infra, store
+        self.database_url = infra.database_url
+        self.api: subprocess.Popen | None = None
+
+    def start_api(self) -> str:
+        self.api, base_url = start_api(self.database_url, self.infra.nats_url, self.tmp / "api")
+        return base_url
+
+
+@contextlib.contextmanager
+def seeded_inbox(conversations: int, websites: int, seed: int,
+                 read_models: tuple = LISTING_READ_MODELS) -> Iterator[tuple[InboxBench, Seeded]]:
+    """The inbox benchmark's data, projected into `read_models`; everything stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
+        infra = Infrastructure(load_settings(data_dir=Path(tmp), embedded_fsync=False)).start(reuse_running=False)
+        store = EventStore(infra.database_url, pool_size=2)
+        bench = InboxBench(Path(tmp), infra, store)
+        try:
+            seeded = seed_events(store, conversations, websites, random.Random(seed))
+            asyncio.run(project(infra.database_url, store, read_models))
+            yield bench, seeded
+        finally:
+            if bench.api:
+                bench.api.terminate()
+                bench.api.wait(30)
+            store.close()
+            infra.stop()
+
+
 def measure_http(base_url: str, seeded: Seeded, samples: int) -> tuple[tuple[float, float], dict]:
     """The inbox requests, and as their floor `GET /api/websites`: the same authentication,
     read-your-writes check and snapshot around one tiny query."""
@@ -233,24 +268,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
-        settings = load_settings(data_dir=Path(tmp), embedded_fsync=False)
-        infra = Infrastructure(settings).start(reuse_running=False)
-        store = EventStore(infra.database_url, pool_size=2)
-        api = None
-        try:
-            seeded = seed_events(store, args.conversations, args.websites, random.Random(args.seed))
-            asyncio.run(project(infra.database_url, store))
-            open_streams(infra.database_url, seeded, args.online)
-            (floor_p50, floor_p99), queries = asyncio.run(measure_queries(infra.database_url, seeded, args.samples))
-            api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
-            (http_p50, http_p99), requests = measure_http(base_url, seeded, args.samples)
-        finally:
-            if api:
-                api.terminate()
-                api.wait(30)
-            store.close()
-            infra.stop()
+    with seeded_inbox(args.conversations, args.websites, args.seed) as (bench, seeded):
+        open_streams(bench.database_url, seeded, args.online)
+        (floor_p50, floor_p99), queries = asyncio.run(measure_queries(bench.database_url, seeded, args.samples))
+        base_url = bench.start_api()
+        (http_p50, http_p99), requests = measure_http(base_url, seeded, args.samples)
 
     print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -16,22 +16,15 @@ Goal: every tool's p99 within 2x the REST p99 and under 50 ms.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import random
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import psycopg
 
 from bench.figures import percentile
-from bench.inbox import LISTING_READ_MODELS, WARM_UP, project, seed_events, start_api
+from bench.inbox import LISTING_READ_MODELS, WARM_UP, seeded_inbox
 from bench.serve import wait_projected
-from events.store import EventStore
-from parley.runtime import Infrastructure
-from parley.settings import load_settings
 from projections.activity import ActivityProjection
 from projections.campaigns import CampaignsProjection
 from projections.chat import ChatProjection
@@ -51,27 +44,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="parley-bench-") as tmp:
-        settings = load_settings(data_dir=Path(tmp), embedded_fsync=False)
-        infra = Infrastructure(settings).start(reuse_running=False)
-        store = EventStore(infra.database_url, pool_size=2)
-        api = None
-        try:
-            seeded = seed_events(store, args.conversations, args.websites, random.Random(args.seed))
-            asyncio.run(project(infra.database_url, store, READ_MODELS))
-            with psycopg.connect(infra.database_url, autocommit=True) as conn:
-                email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
-            api, base_url = start_api(infra.database_url, infra.nats_url, Path(tmp) / "api")
-            # the API process keeps the search index: measured after it has caught up, not while
-            wait_projected(infra.database_url, store.head(), ("search",))
-            access = sign_in(base_url, email)
-            figures = measure(base_url, seeded, access, args.samples)
-        finally:
-            if api:
-                api.terminate()
-                api.wait(30)
-            store.close()
-            infra.stop()
+    with seeded_inbox(args.conversations, args.websites, args.seed, READ_MODELS) as (bench, seeded):
+        with psycopg.connect(bench.database_url, autocommit=True) as conn:
+            email = conn.execute("SELECT email FROM rm_operators WHERE id = %s", (seeded.operator_id,)).fetchone()[0]
+        base_url = bench.start_api()
+        # the API process keeps the search index: measured after it has caught up, not while
+        wait_projected(bench.database_url, bench.store.head(), ("search",))
+        access = sign_in(base_url, email)
+        figures = measure(base_url, seeded, access, args.samples)
 
     print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -11,6 +11,10 @@ tool's queries, the JSON-RPC answer. The REST floor is `GET /api/conversations?i
 for one website with `limit=1`: the inbox's counts from the same counters, with the REST API's
 authentication. Requests alternate between the tools and the floor, so a loaded moment shows in both.
 Goal: every tool's p99 within 2x the REST p99 and under 50 ms.
+
+`count_unresolved_conversations` walks the unresolved listing page by page to its end (100 a page), so it
+is also set beside a REST client doing the same work: paging through `GET /api/conversations?
+inboxFilter=unresolved&limit=100&fields=_id` to the end, one website at a time, interleaved with the tool.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from projections.activity import ActivityProjection
 from projections.campaigns import CampaignsProjection
 from projections.chat import ChatProjection
 from projections.documents import DocumentsProjection
+from readapi.inbox import MAX_PAGE
 from tests.mcp_helpers import Flow
 
 GOAL_MS, GOAL_RATIO = 50.0, 2.0
@@ -41,6 +46,8 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200_000)
     parser.add_argument("--websites", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200, help="calls per tool, and as many REST requests")
+    parser.add_argument("--walk-samples", type=int, default=20,
+                        help="count calls set beside a REST client paging through the same listing")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
@@ -52,6 +59,7 @@ def main() -> None:
         wait_projected(bench.database_url, bench.store.head(), ("search",))
         access = sign_in(base_url, email)
         figures = measure(base_url, seeded, access, args.samples)
+        walks = measure_walks(base_url, seeded, access, args.walk_samples)
 
     print(f"\n{args.conversations:,} conversations over {args.websites} websites, {args.samples} samples each; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -64,6 +72,11 @@ def main() -> None:
         met &= ok
         print(f"{name:<38} {p50:>7.2f} {p99:>7.2f} {p99 / rest99:>7.2f}  {'ok' if ok else 'MISSED'}")
     print(f"\ngoal (p99 under {GOAL_MS:.0f} ms and within {GOAL_RATIO:.0f}x REST): {'met' if met else 'missed'}")
+    (tool50, tool99), (rest50, rest99), pages = walks["tool"], walks["REST walk"], walks["pages"]
+    print(f"\ncount_unresolved_conversations (one website, {pages:,.0f} pages of 100 walked on average) beside a "
+          f"REST client paging through the same listing, {args.walk_samples} samples each:\n"
+          f"tool p50 {tool50:.2f} / p99 {tool99:.2f} ms; REST walk p50 {rest50:.1f} / p99 {rest99:.1f} ms; "
+          f"tool p99 = {tool99 / rest99:.3f}x the REST walk")
 
 
 def sign_in(base_url: str, email: str) -> str:
@@ -105,6 +118,43 @@ def measure(base_url: str, seeded, access: str, samples: int) -> dict[str, tuple
         warm = WARM_UP * len(tools)
         return {name: (percentile(values[warm if name == "REST" else WARM_UP:], 50),
                        percentile(values[warm if name == "REST" else WARM_UP:], 99)) for name, values in times.items()}
+
+
+def measure_walks(base_url: str, seeded, access: str, samples: int) -> dict:
+    with httpx.Client(base_url=base_url, timeout=60) as http:
+        mcp_headers = {"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream",
+                       "MCP-Protocol-Version": "2025-06-18"}
+        rest_headers = {"Authorization": f"Token {seeded.token}"}
+        sites = [str(site) for site in seeded.websites]
+        times: dict[str, list[float]] = {"tool": [], "REST walk": []}
+        pages = []
+        for i in range(samples + 1):  # the first of each is the warm-up
+            site = sites[i % len(sites)]
+            started = time.perf_counter()
+            response = http.post("/mcp", headers=mcp_headers, json={
+                "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "count_unresolved_conversations", "arguments": {"websiteId": site}}})
+            times["tool"].append((time.perf_counter() - started) * 1000)
+            counted = response.json()["result"]["structuredContent"]
+            started = time.perf_counter()
+            seen = rest_walk(http, rest_headers, site)
+            times["REST walk"].append((time.perf_counter() - started) * 1000)
+            assert seen == counted["count"], (seen, counted)  # the same answer by both ways
+            pages.append(counted["pagesWalked"])
+        figures = {name: (percentile(values[1:], 50), percentile(values[1:], 99)) for name, values in times.items()}
+        return figures | {"pages": sum(pages) / len(pages)}
+
+
+def rest_walk(http: httpx.Client, headers: dict[str, str], site: str) -> int:
+    seen = 0
+    while True:
+        response = http.get("/api/conversations", headers=headers, params={
+            "inboxFilter": "unresolved", "websiteId": site, "limit": str(MAX_PAGE), "skip": str(seen), "fields": "_id"})
+        assert response.status_code == 200, response.text
+        page = response.json()["conversations"]
+        seen += len(page)
+        if len(page) < MAX_PAGE:
+            return seen
 
 
 if __name__ == "__main__":

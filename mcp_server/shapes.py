@@ -62,7 +62,9 @@ class WorkloadSummary(Workload):
 
 class UnresolvedCount(Shape):
     count: int = Field(description="exact number of unresolved conversations (spam left out)")
-    pages_walked: int = Field(description="pages of list_conversations (20 each) the unresolved conversations fill")
+    pages_walked: int = Field(description="pages of the unresolved listing walked to its end, added up over the "
+                                          "websites (each website's listing is at least one page, empty or not)")
+    page_size: int = Field(description="conversations a page holds")
     websites: int = Field(description="websites counted")
 
 

@@ -43,7 +43,7 @@ from parley.ids import parse_id
 from readapi.document_search import search_documents
 from readapi import campaigns
 from readapi.cursors import cursor_key
-from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, count_tabs, read_inbox, scope_of
+from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, read_inbox, scope_of, walk_tab
 
 UTC = ZoneInfo("UTC")
 
@@ -254,8 +254,9 @@ def build_server(services) -> MCPServer:
 
     @mcp.tool(name="count_unresolved_conversations", title="Count unresolved conversations", annotations=READ,
               description="The exact number of unresolved conversations (spam left out) of one website or of all, "
-                          "optionally within a conversationFilter window: the whole paginated result, not one page, "
-                          "and how many pages of list_conversations (20 each) it fills.")
+                          f"optionally within a conversationFilter window, found by walking the paginated unresolved "
+                          f"listing ({MAX_PAGE} conversations a page) to its end, not by reading one page; and how "
+                          "many pages were walked.")
     @refusals
     async def count_unresolved_conversations(
             websiteId: Annotated[str | None, Field(description="one website's id; omit for all websites")] = None,
@@ -266,11 +267,10 @@ def build_server(services) -> MCPServer:
                 website_ids = [w for w, _ in await summaries.websites(conn, who.org_id)]
             else:
                 website_ids = [(await reads.website(conn, who, websiteId))[0]]
-            count = 0
-            for website_id in website_ids:
-                scope = await scope_of(conn, website_id, conversationFilter, UTC)
-                count += (await count_tabs(conn, scope, who.operator_id)).unresolved
-        return UnresolvedCount(count=count, pages_walked=max(1, -(-count // LIST_PAGE)), websites=len(website_ids))
+            walks = [await walk_tab(conn, await scope_of(conn, website_id, conversationFilter, UTC), "unresolved")
+                     for website_id in website_ids]
+        return UnresolvedCount(count=sum(w.conversations for w in walks), pages_walked=sum(w.pages for w in walks),
+                               page_size=MAX_PAGE, websites=len(website_ids))
 
     @mcp.tool(name="list_conversations", title="List conversations", annotations=READ,
               description="One page (20) of a website's conversations in an inbox tab, most recently active first: "

@@ -171,6 +171,40 @@ async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: u
     return InboxCounts(mentions=mentioned, **dict(zip(TAB_ROWS, tabs)))
 
 
+class Walk(msgspec.Struct):
+    conversations: int
+    pages: int  # the pages that hold them; an empty tab is one empty page
+
+
+# A full page ends at its `page_size`-th conversation; the walk follows full pages from one page's last
+# conversation to the next (keyset, the listing's own order and partial index), then counts the last,
+# partial page. The sentinel before the first page sorts above every (last_edit_time, id).
+WALK = """
+WITH RECURSIVE full_pages(n, last_time, last_id) AS (
+    SELECT 0, 'infinity'::timestamptz, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid
+    UNION ALL
+    SELECT walked.n + 1, page_end.last_edit_time, page_end.id FROM full_pages walked CROSS JOIN LATERAL (
+        SELECT last_edit_time, id FROM rm_inbox WHERE {rows} AND (last_edit_time, id) < (walked.last_time, walked.last_id)
+        ORDER BY last_edit_time DESC, id DESC OFFSET %s LIMIT 1) page_end
+), last_full AS (SELECT n, last_time, last_id FROM full_pages ORDER BY n DESC LIMIT 1)
+SELECT last_full.n, (SELECT count(*) FROM (
+    SELECT 1 FROM rm_inbox WHERE {rows} AND (last_edit_time, id) < (last_full.last_time, last_full.last_id)
+    ORDER BY last_edit_time DESC, id DESC LIMIT %s) partial_page)
+FROM last_full
+"""
+
+
+async def walk_tab(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, page_size: int = MAX_PAGE) -> Walk:
+    """Walks a tab of the listing (`GET /api/conversations` in inbox mode, newest first) page by page to
+    its end, each page starting after the previous page's last conversation, in one statement, so one
+    snapshot: the exact number of conversations, and of pages, a client paging through it would see."""
+    rows = f"{scope.where} AND {TAB_ROWS[inbox_filter]}"
+    full, partial = await (await conn.execute(WALK.format(rows=rows), (
+        *scope.args, page_size - 1, *scope.args, page_size))).fetchone()
+    conversations = full * page_size + partial
+    return Walk(conversations=conversations, pages=full + (1 if partial or not full else 0))
+
+
 async def page_of(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, operator_id: uuid.UUID | None,
                   order: str, limit: int, skip: int) -> list[tuple]:
     if inbox_filter == "mentions":  # the page of ids comes from the operator's mentions, the rows from the inbox

@@ -50,6 +50,33 @@ class Seeder:
             website_id=self.website_id, customer_id=customer_id or self.customer()))
         return conversation_id
 
+    def conversations(self, count: int, at: datetime | None = None, resolved: bool = False,
+                      spam: bool = False) -> list[uuid.UUID]:
+        """`count` conversations, each with a visitor of its own, all at the same time (ties in the
+        listing's order), appended at once; resolved or spam as asked."""
+        at = at or datetime.now(timezone.utc)
+        pending, ids = [], []
+        for _ in range(count):
+            customer_id, conversation_id = new_id(), new_id()
+            ids.append(conversation_id)
+            pending += [Pending(customer_id, 1, ev.CustomerCreated(org_id=self.org_id, at=at, customer_id=customer_id,
+                                                                   website_id=self.website_id)),
+                        Pending(conversation_id, 1, ev.ConversationCreated(
+                            org_id=self.org_id, at=at, conversation_id=conversation_id, website_id=self.website_id,
+                            customer_id=customer_id))]
+            if resolved or spam:
+                pending.append(Pending(conversation_id, 2, ev.ConversationUpdated(
+                    org_id=self.org_id, at=at, conversation_id=conversation_id, resolved=resolved or None,
+                    spam=spam or None)))
+        store = self.server.store()
+        try:
+            position = store.append(*pending)
+        finally:
+            store.close()
+        self.server.wait_projected(position, "core")
+        self.server.wait_projected(position, "inbox")
+        return ids
+
     def flags(self, conversation_id: uuid.UUID, *, resolved: bool | None = None, spam: bool | None = None) -> None:
         """Resolving and spam marking through PATCH /api/conversations/{id}, as an operator does it."""
         if self.operator_headers is None:

@@ -175,9 +175,9 @@ class Flow:
         return self.token(grant_type="authorization_code", code=code, code_verifier=verifier,
                           redirect_uri=redirect_uri)
 
-    def tokens(self, email: str, scope: str = "parley:read parley:write") -> dict:
+    def tokens(self, email: str, scope: str = "parley:read parley:write", org_name: str | None = None) -> dict:
         verifier, challenge = pkce()
-        response = self.exchange(self.code(email, challenge, scope=scope), verifier)
+        response = self.exchange(self.code(email, challenge, org_name=org_name, scope=scope), verifier)
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -188,3 +188,12 @@ def rpc(http: httpx.Client, access_token: str, method: str, params: dict | None 
                                       "Accept": "application/json, text/event-stream",
                                       "MCP-Protocol-Version": "2025-06-18"},
                      json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})
+
+
+def structured_result(http: httpx.Client, access_token: str, tool: str, **arguments: Any) -> dict:
+    """A tool's `structuredContent`, over one raw request; a tool error fails the test."""
+    answer = rpc(http, access_token, "tools/call", {"name": tool, "arguments": arguments})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert not result.get("isError"), result
+    return result["structuredContent"]

@@ -6,6 +6,7 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+import psycopg
 import pytest
 
 from events import types as ev
@@ -14,7 +15,7 @@ from tests.inbox_seed import Seeder
 from parley.ids import new_id
 from projections.inbox import InboxProjection
 from projections.runner import rebuild
-from readapi.inbox import DEFAULT_PAGE, MAX_PAGE
+from readapi.inbox import DEFAULT_PAGE, MAX_PAGE, Walk, scope_of, walk_tab
 
 
 @pytest.fixture
@@ -255,3 +256,54 @@ def test_mentions_follow_the_conversation_into_a_window_and_out_of_spam(http, te
     assert inbox(http, tenant, inboxFilter="mentions")["counts"]["mentions"] == 0
     seed.flags(conversation, spam=False)
     assert ids(inbox(http, tenant, inboxFilter="mentions")) == [str(conversation)]
+
+
+def rest_walk(http, tenant, page_size: int, **params) -> Walk:
+    """What a client meets paging through the listing with `limit` and `skip` until a page is not full."""
+    seen, pages = [], 0
+    while True:
+        page = ids(inbox(http, tenant, limit=page_size, skip=len(seen), **params))
+        seen += page
+        pages += bool(page) or not pages
+        if len(page) < page_size:
+            return Walk(conversations=len(set(seen)), pages=pages)
+
+
+def test_walking_a_tab_meets_what_paging_through_the_listing_meets(http, tenant, seed, server):
+    seed.conversations(23)  # at one time: the walk must order ties as the listing does
+    seed.conversations(9, at=datetime.now(timezone.utc) - timedelta(hours=3))
+    seed.conversations(4, resolved=True)
+    seed.conversations(2, spam=True)
+
+    async def walk(page_size: int, inbox_filter: str, conversation_filter: str) -> Walk:
+        async with await psycopg.AsyncConnection.connect(server.database_url, autocommit=True) as conn:
+            scope = await scope_of(conn, tenant.website_id, conversation_filter, ZoneInfo("UTC"))
+            return await walk_tab(conn, scope, inbox_filter, page_size)
+
+    for page_size, inbox_filter, conversation_filter, expected in (
+            (1, "unresolved", "all", Walk(32, 32)), (5, "unresolved", "all", Walk(32, 7)),
+            (8, "unresolved", "all", Walk(32, 4)), (32, "unresolved", "all", Walk(32, 1)),
+            (33, "unresolved", "all", Walk(32, 1)), (5, "unresolved", "last-hour", Walk(23, 5)),
+            (3, "resolved", "all", Walk(4, 2)), (2, "spam", "all", Walk(2, 1)), (4, "all", "all", Walk(36, 9)),
+            (MAX_PAGE, "unread", "all", Walk(0, 1))):
+        walked = asyncio.run(walk(page_size, inbox_filter, conversation_filter))
+        assert walked == expected == rest_walk(http, tenant, page_size, inboxFilter=inbox_filter,
+                                               conversationFilter=conversation_filter), (page_size, inbox_filter)
+
+
+def test_a_database_from_before_memberships_keeps_its_operators_mentionable(server):
+    org_id, operator_id = new_id(), new_id()
+    with psycopg.connect(server.database_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE rm_inbox_operators (email text PRIMARY KEY, operator_id uuid NOT NULL, "
+                     "org_id uuid NOT NULL)")
+        conn.execute("INSERT INTO rm_inbox_operators VALUES ('old@example.com', %s, %s)", (operator_id, org_id))
+
+    async def create() -> None:
+        async with await psycopg.AsyncConnection.connect(server.database_url, autocommit=True) as conn:
+            await InboxProjection().create(conn)
+    asyncio.run(create())
+
+    with psycopg.connect(server.database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('rm_inbox_operators')").fetchone()[0] is None
+        assert conn.execute("SELECT operator_id FROM rm_inbox_members WHERE org_id = %s AND email = %s",
+                            (org_id, "old@example.com")).fetchone() == (operator_id,)

@@ -5,17 +5,21 @@ refresh, revocation, and the double requestId."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
 
 from tests.conftest import make_tenant
-from tests.mcp_helpers import Consent, Flow, mcp_session, pkce, rpc
+from readapi.inbox import MAX_PAGE
+from tests.inbox_seed import Seeder
+from tests.mcp_helpers import Consent, Flow, mcp_session, pkce, rpc, structured_result
 
 EXPECTED_TOOLS = {
     "list_websites", "get_website_summary", "get_workload_summary", "count_unresolved_conversations",
@@ -138,7 +142,8 @@ def test_every_tool_end_to_end_with_the_sdk_client(server, http, tenant):
     assert inspected["stats"] == {"recipients": 0, "sent": 0, "replied": 0} and "content" not in inspected
     workload = structured(results["get_workload_summary"])
     assert workload["websites"] == 1 and len(workload["days"]) == 7 and workload["days"][-1]["visitorMessages"] == 1
-    assert structured(results["count_unresolved_conversations"]) == {"count": 1, "pagesWalked": 1, "websites": 1}
+    assert structured(results["count_unresolved_conversations"]) == {"count": 1, "pagesWalked": 1, "pageSize": MAX_PAGE,
+                                                                     "websites": 1}
     page = structured(results["list_conversations"])
     assert page == {"conversations": [{
         "id": conversation_id, "resolved": False, "spam": False, "unread": True,
@@ -221,6 +226,55 @@ def test_an_operator_of_two_organizations_chooses_one_and_loses_it_with_the_memb
     _admin(server, "operator", "remove-org", "--email", tenant.operator_email, "--org", str(other.org_id))
     assert wait_for_status(http, tokens["access_token"], 401)
     assert flow.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]).status_code == 400
+
+
+def test_a_note_in_a_joined_organization_mentions_the_operator_there(server, http, tenant):
+    other = make_tenant(server)
+    assert _admin(server, "operator", "add-org", "--email", tenant.operator_email, "--org", str(other.org_id))["member"]
+    with psycopg_connect(server) as conn:
+        other_name = conn.execute("SELECT name FROM rm_organizations WHERE id = %s", (other.org_id,)).fetchone()[0]
+    mentioned, not_mentioned = seed_conversation(http, other), seed_conversation(http, other)
+    for conversation_id, who in ((mentioned, tenant.operator_email.upper()), (not_mentioned, "nobody@example.com")):
+        note = http.post("/api/messages", headers=other.operator, json={
+            "conversationId": conversation_id, "content": f"@{who} can you take this one?", "from": "operator",
+            "internal": True})
+        assert note.status_code == 200, note.text
+
+    flow = Flow(http, server.base_url)
+    flow.register()
+    tokens = flow.tokens(tenant.operator_email, org_name=other_name)
+    summary = structured_result(http, tokens["access_token"], "get_website_summary", websiteId=str(other.website_id))
+    assert summary["mentions"] == 1
+
+
+def test_counting_walks_every_page_of_the_unresolved_listing(server, http, tenant):
+    seed = Seeder(server, tenant.org_id, tenant.website_id)
+    flow = Flow(http, server.base_url)
+    flow.register()
+    access_token = flow.tokens(tenant.operator_email)["access_token"]
+    count = functools.partial(structured_result, http, access_token, "count_unresolved_conversations")
+    assert count() == {"count": 0, "pagesWalked": 1, "pageSize": MAX_PAGE, "websites": 1}
+
+    seed.conversations(2 * MAX_PAGE)  # two full pages, every conversation at the same time (ties)
+    assert count(websiteId=str(tenant.website_id)) == {"count": 2 * MAX_PAGE, "pagesWalked": 2,
+                                                       "pageSize": MAX_PAGE, "websites": 1}
+    seed.conversations(3, at=datetime.now(timezone.utc) - timedelta(days=3))
+    seed.conversations(7, resolved=True)
+    seed.conversations(4, spam=True)
+    assert count() == {"count": 2 * MAX_PAGE + 3, "pagesWalked": 3, "pageSize": MAX_PAGE, "websites": 1}
+    assert count(conversationFilter="last-hour")["count"] == 2 * MAX_PAGE
+
+    # the same conversations a client paging through the REST listing meets, and its filteredTotal
+    walked, skip = set(), 0
+    while True:
+        page = http.get("/api/conversations", headers=tenant.operator, params={
+            "websiteId": str(tenant.website_id), "inboxFilter": "unresolved", "limit": MAX_PAGE, "skip": skip,
+            "fields": "_id"}).json()
+        walked |= {c["_id"] for c in page["conversations"]}
+        skip += MAX_PAGE
+        if skip >= page["filteredTotal"]:
+            break
+    assert len(walked) == page["filteredTotal"] == 2 * MAX_PAGE + 3
 
 
 def test_revoking_the_operators_sessions_ends_its_mcp_connections(server, http, tenant):

@@ -21,7 +21,7 @@ import re
 from events import types as ev
 from projections.handlers import Handler, ReadModel, as_json
 
-TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_operators")
+TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_members")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS rm_inbox (
@@ -49,8 +49,14 @@ CREATE TABLE IF NOT EXISTS rm_inbox_mentions (
 CREATE INDEX IF NOT EXISTS rm_inbox_mentions_page ON rm_inbox_mentions
     (operator_id, website_id, last_edit_time DESC, conversation_id DESC) WHERE NOT spam;
 CREATE INDEX IF NOT EXISTS rm_inbox_mentions_conversation ON rm_inbox_mentions (conversation_id);
-CREATE TABLE IF NOT EXISTS rm_inbox_operators (
-    email text PRIMARY KEY, operator_id uuid NOT NULL, org_id uuid NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_inbox_members (
+    org_id uuid NOT NULL, email text NOT NULL, operator_id uuid NOT NULL, PRIMARY KEY (org_id, email));
+DO $$ BEGIN  -- before memberships, an operator's e-mail named its home organization only
+    IF to_regclass('rm_inbox_operators') IS NOT NULL THEN
+        INSERT INTO rm_inbox_members SELECT org_id, email, operator_id FROM rm_inbox_operators ON CONFLICT DO NOTHING;
+        DROP TABLE rm_inbox_operators;
+    END IF;
+END $$;
 CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
@@ -90,8 +96,20 @@ def mentioned_emails(content: str) -> list[str]:
 
 async def _operator(conn, e: ev.OperatorCreated) -> None:
     await conn.execute(
-        "INSERT INTO rm_inbox_operators (email, operator_id, org_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.email.lower(), e.operator_id, e.org_id))
+        "INSERT INTO rm_inbox_members (org_id, email, operator_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.org_id, e.email.lower(), e.operator_id))
+
+
+async def _member_added(conn, e: ev.OperatorOrgAdded) -> None:
+    """A note in an organization the operator joined mentions them by the same e-mail."""
+    await conn.execute(
+        "INSERT INTO rm_inbox_members (org_id, email, operator_id) SELECT %s, email, operator_id "
+        "FROM rm_inbox_members WHERE operator_id = %s LIMIT 1 ON CONFLICT DO NOTHING", (e.org_id, e.operator_id))
+
+
+async def _member_removed(conn, e: ev.OperatorOrgRemoved) -> None:
+    await conn.execute("DELETE FROM rm_inbox_members WHERE org_id = %s AND operator_id = %s",
+                       (e.org_id, e.operator_id))
 
 
 async def _conversation(conn, e: ev.ConversationCreated) -> None:
@@ -134,7 +152,7 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
                 "INSERT INTO rm_inbox_mentions (operator_id, conversation_id, website_id, customer_id, "
                 "last_edit_time, spam) "
                 "SELECT o.operator_id, i.id, i.website_id, i.customer_id, i.last_edit_time, i.spam "
-                "FROM rm_inbox_operators o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
+                "FROM rm_inbox_members o JOIN rm_inbox i ON i.id = %s WHERE o.org_id = %s AND o.email = ANY(%s) "
                 "ON CONFLICT DO NOTHING", (e.conversation_id, e.org_id, emails))
 
 
@@ -146,6 +164,8 @@ async def _message_read(conn, e: ev.MessageRead) -> None:
 
 HANDLERS: dict[type, Handler] = {
     ev.OperatorCreated: _operator,
+    ev.OperatorOrgAdded: _member_added,
+    ev.OperatorOrgRemoved: _member_removed,
     ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
     ev.MessageRead: _message_read,

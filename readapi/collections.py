@@ -348,8 +348,12 @@ class Operator(msgspec.Struct, rename={"id": "_id", "created_at": "createdAt"}):
     created_at: datetime
 
 
+# an organization's operators: those created in it and those who joined it (`parley admin operator add-org`)
+MEMBERS = ("(SELECT id, email, created_at, org_id FROM rm_operators UNION ALL SELECT o.id, o.email, o.created_at, "
+           "m.org_id FROM rm_operator_orgs m JOIN rm_operators o ON o.id = m.operator_id) AS members")
+
 OPERATORS = Collection(
-    name="operators", table="rm_operators", shape=Operator, select="id, email, created_at",
+    name="operators", table=MEMBERS, shape=Operator, select="id, email, created_at",
     filters={"email": ("email", "str")}, sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
     default_sort="email", website_column=None,
 )

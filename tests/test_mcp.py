@@ -245,6 +245,16 @@ def test_a_note_in_a_joined_organization_mentions_the_operator_there(server, htt
     tokens = flow.tokens(tenant.operator_email, org_name=other_name)
     summary = structured_result(http, tokens["access_token"], "get_website_summary", websiteId=str(other.website_id))
     assert summary["mentions"] == 1
+    # the organization's operators, whom its dashboard offers to mention, include the one who joined it
+    assert tenant.operator_email in colleagues(http, other)
+    _admin(server, "operator", "remove-org", "--email", tenant.operator_email, "--org", str(other.org_id))
+    assert tenant.operator_email not in colleagues(http, other)
+
+
+def colleagues(http: httpx.Client, tenant) -> list[str]:
+    listed = http.get("/api/operators", headers=tenant.operator)
+    assert listed.status_code == 200, listed.text
+    return [operator["email"] for operator in listed.json()]
 
 
 def test_counting_walks_every_page_of_the_unresolved_listing(server, http, tenant):

@@ -20,6 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from commands.admin import password_matches
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest
+from mcp_server.pages import CONSENT_PATH, HEADERS, document
 from mcp.server.auth.provider import AuthorizeError
 
 COOKIE = "parley_consent"
@@ -27,23 +28,10 @@ SCOPE_WORDS = {
     READ: "read summaries, conversation states and counts, help documents and campaigns",
     WRITE: "send replies as you and resolve or reopen conversations",
 }
-HEADERS = {
-    "Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-}
-STYLE = """body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#1d2433}
-h1{font-size:1.3rem}label{display:block;margin:.6rem 0}input[type=email],input[type=password]{display:block;
-width:100%;padding:.4rem;margin-top:.2rem}fieldset{border:1px solid #ccd;margin:1rem 0}button{padding:.5rem 1.2rem;
-margin-right:.5rem}.error{color:#a01818;font-weight:600}li{margin:.3rem 0}"""
-
-
 def _page(title: str, body: str, status: int = 200, csrf: str | None = None) -> HTMLResponse:
-    response = HTMLResponse(
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} - Parley</title>'
-        f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head>'
-        f"<body><h1>{escape(title)}</h1>{body}</body></html>", status_code=status, headers=HEADERS)
+    response = HTMLResponse(document(title, body), status_code=status, headers=HEADERS)
     if csrf is not None:
-        response.set_cookie(COOKIE, csrf, httponly=True, samesite="strict", path="/oauth/consent",
+        response.set_cookie(COOKIE, csrf, httponly=True, samesite="strict", path=CONSENT_PATH,
                             secure=False, max_age=900)
     return response
 
@@ -97,7 +85,7 @@ class ConsentPage:
         return _page(title, (
             f'<p><b>{escape(client_name)}</b> asks to connect to your Parley workspace, to:</p>{_scopes(params)}'
             + (f'<p class="error">{escape(error)}</p>' if error else "")
-            + f'<form method="post" action="/oauth/consent">{_hidden(request_id, csrf, "signin")}'
+            + f'<form method="post" action="{CONSENT_PATH}">{_hidden(request_id, csrf, "signin")}'
             '<label>Email <input type="email" name="email" autocomplete="username" required></label>'
             '<label>Password <input type="password" name="password" autocomplete="current-password" required>'
             '</label><button type="submit">Sign in</button></form>'), status, csrf)
@@ -118,7 +106,7 @@ class ConsentPage:
             f"<p>The connection of <b>{escape(client_name)}</b> is bound to one organization for its whole life."
             " It will be able to:</p>" + _scopes(params)
             + (f'<p class="error">{escape(error)}</p>' if error else "")
-            + f'<form method="post" action="/oauth/consent">{_hidden(request_id, csrf, "decide")}'
+            + f'<form method="post" action="{CONSENT_PATH}">{_hidden(request_id, csrf, "decide")}'
             f"<fieldset><legend>Organization</legend>{choices}</fieldset>"
             '<button type="submit" name="decision" value="allow">Allow</button>'
             '<button type="submit" name="decision" value="deny">Deny</button></form>'), status, csrf)

@@ -14,6 +14,7 @@ from litestar import Litestar, Request
 from litestar.routes import HTTPRoute
 from litestar.utils import normalize_path
 
+from mcp_server.pages import CONSENT_PATH, HEADERS as PAGE_HEADERS, refusal
 from mcp_server.service import PATHS as MCP_PATHS
 from readapi import cors
 from readapi.auth import identify
@@ -79,9 +80,11 @@ class ContractMiddleware:
                 return await _refuse(send_stamped, 500, "an unexpected error occurred; it has been logged")
             stamped.extend(decision.headers())
             if not decision.allowed:
-                return await _refuse(send_stamped, 429,
-                                     f"more than {decision.policy.quota} requests in a minute; "
-                                     f"retry in {decision.reset_seconds} s")
+                detail = f"more than {decision.policy.quota} requests in a minute; retry in {decision.reset_seconds} s"
+                if scope["path"] == CONSENT_PATH:  # a person at the sign-in form: a page, not JSON
+                    return await _refuse_page(send_stamped, 429, refusal(
+                        "Too many sign-in attempts", f"This address made {detail}."))
+                return await _refuse(send_stamped, 429, detail)
         headers = dict(scope["headers"])
         requested = headers.get(b"api-version", API_VERSION.encode()).decode("latin-1").strip()
         if requested not in SUPPORTED_VERSIONS:
@@ -130,6 +133,14 @@ class ContractMiddleware:
 async def _preflight(send, origin: bytes) -> None:
     await send({"type": "http.response.start", "status": 204, "headers": cors.preflight_headers(origin)})
     await send({"type": "http.response.body", "body": b""})
+
+
+async def _refuse_page(send, status: int, page: str) -> None:
+    body = page.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+                            *[(k.lower().encode(), v.encode()) for k, v in PAGE_HEADERS.items()]]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _refuse(send, status: int, detail: str, field: str | None = None,

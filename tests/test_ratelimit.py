@@ -180,7 +180,11 @@ def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):
                 sign_in = guessed
             refused = guesser.post("/oauth/consent", data={**hidden_fields(sign_in.text),
                                                            "email": tenant.operator_email, "password": PASSWORD})
-            assert_refused(refused, "signin", 5)  # even the right password: the guesser cannot tell
+            # even the right password: the guesser cannot tell; the person at the form reads a page
+            assert refused.status_code == 429 and refused.headers["Content-Type"] == "text/html; charset=utf-8"
+            assert "Too many sign-in attempts" in refused.text and "more than 5 requests in a minute" in refused.text
+            assert 1 <= int(refused.headers["Retry-After"]) <= WINDOW_SECONDS
+            assert limit_of(refused) | {"t": 0} == {"name": "signin", "q": 5, "w": WINDOW_SECONDS, "r": 0, "t": 0}
             assert_refused(guesser.post("/oauth/token", data={"grant_type": "authorization_code", "code": "x"}),
                            "signin", 5)
 

@@ -43,7 +43,7 @@ from parley.ids import parse_id
 from readapi.document_search import search_documents
 from readapi import campaigns
 from readapi.cursors import cursor_key
-from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, read_inbox, scope_of, walk_tab
+from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, Walk, read_inbox, scope_of, walk_tab
 
 UTC = ZoneInfo("UTC")
 
@@ -52,6 +52,7 @@ READ_MODELS = ("core", "inbox", "activity", "documents", "campaigns", "chat")
 LIST_PAGE = 20
 INBOX_VIEW_ROWS = 50
 DUPLICATE_WAIT_SECONDS = 10.0
+WALKS_AT_ONCE = 4  # websites whose listings one count walks at the same time, each on a connection of its own
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -121,6 +122,16 @@ class Reads:
         if not found:
             raise NotFound("website not found")
         return found[0]
+
+    async def walk_unresolved(self, website_ids: list[uuid.UUID], conversation_filter: str) -> list[Walk]:
+        """Each website's unresolved listing walked to its end; several at once, since each walk is one
+        statement that shares nothing with the others (the caller has waited for the read models)."""
+        at_once = asyncio.Semaphore(WALKS_AT_ONCE)
+
+        async def walk(website_id: uuid.UUID) -> Walk:
+            async with at_once, self.services.pool.connection() as conn:
+                return await walk_tab(conn, await scope_of(conn, website_id, conversation_filter, UTC), "unresolved")
+        return await asyncio.gather(*(walk(website_id) for website_id in website_ids))
 
     async def activity(self, conn, ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[int, bool]]:
         rows = await (await conn.execute(
@@ -267,8 +278,7 @@ def build_server(services) -> MCPServer:
                 website_ids = [w for w, _ in await summaries.websites(conn, who.org_id)]
             else:
                 website_ids = [(await reads.website(conn, who, websiteId))[0]]
-            walks = [await walk_tab(conn, await scope_of(conn, website_id, conversationFilter, UTC), "unresolved")
-                     for website_id in website_ids]
+        walks = await reads.walk_unresolved(website_ids, conversationFilter)
         return UnresolvedCount(count=sum(w.conversations for w in walks), pages_walked=sum(w.pages for w in walks),
                                page_size=MAX_PAGE, websites=len(website_ids))
 

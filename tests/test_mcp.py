@@ -273,6 +273,10 @@ def test_counting_walks_every_page_of_the_unresolved_listing(server, http, tenan
     seed.conversations(4, spam=True)
     assert count() == {"count": 2 * MAX_PAGE + 3, "pagesWalked": 3, "pageSize": MAX_PAGE, "websites": 1}
     assert count(conversationFilter="last-hour")["count"] == 2 * MAX_PAGE
+    second_website, _ = tenant.add_website()
+    Seeder(server, tenant.org_id, second_website).conversations(5)
+    assert count() == {"count": 2 * MAX_PAGE + 8, "pagesWalked": 4, "pageSize": MAX_PAGE, "websites": 2}
+    assert count(websiteId=str(second_website))["count"] == 5
 
     # the same conversations a client paging through the REST listing meets, and its filteredTotal
     walked, skip = set(), 0

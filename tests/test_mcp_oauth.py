@@ -8,12 +8,13 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 import psycopg
 import pytest
 from cryptography.hazmat.primitives import serialization
 
 from tests.mcp_helpers import PASSWORD, REDIRECT, Flow, browser, complete_consent, hidden_fields, pkce, rpc
-from tests.test_mcp import seed_conversation
+from tests.test_mcp import _admin, seed_conversation
 
 
 @pytest.fixture
@@ -249,3 +250,41 @@ def test_a_tampered_or_foreign_cursor_is_refused(server, http, flow, tenant):
         result = rpc(http, access, "tools/call", {"name": "list_conversations", "arguments": {
             "websiteId": website, "cursor": cursor}}).json()["result"]
         assert result["isError"] and "cursor" in result["content"][0]["text"]
+
+
+def test_a_rotated_key_keeps_verifying_its_tokens_and_new_tokens_use_the_new_key(server, http, flow, tenant):
+    before = flow.tokens(tenant.operator_email)["access_token"]
+    old_kid = jwt.get_unverified_header(before)["kid"]
+    new_kid = _admin(server, "oauth", "rotate-key")["kid"]
+    assert new_kid != old_kid
+    published = {key["kid"]: key for key in http.get("/.well-known/jwks.json").json()["keys"]}
+    assert {old_kid, new_kid} <= set(published)
+    assert _list_tools(http, before) == 200  # the retired key still verifies what it signed
+
+    after = flow.tokens(tenant.operator_email)["access_token"]
+    assert jwt.get_unverified_header(after)["kid"] == new_kid and _list_tools(http, after) == 200
+    claims = jwt.decode(after, jwt.PyJWK(published[new_kid]).key, algorithms=["ES256"],
+                        audience=server.base_url + "/mcp", issuer=server.base_url)
+    assert claims["product"] == "parley" and claims["org"] == str(tenant.org_id)
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
+def test_every_protocol_revision_the_sdk_negotiates_is_accepted(server, http, flow, tenant, version):
+    access = flow.tokens(tenant.operator_email, scope="parley:read")["access_token"]
+    headers = {"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream"}
+    initialized = http.post("/mcp", headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "old host", "version": "1"}}})
+    assert initialized.status_code == 200, initialized.text
+    assert initialized.json()["result"]["protocolVersion"] == version
+    listed = http.post("/mcp", headers={**headers, "MCP-Protocol-Version": version},
+                       json={"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 14, listed.text
+
+
+def test_an_unknown_protocol_revision_is_refused(server, http, flow, tenant):
+    access = flow.tokens(tenant.operator_email, scope="parley:read")["access_token"]
+    refused = http.post("/mcp", headers={"Authorization": f"Bearer {access}", "MCP-Protocol-Version": "1999-01-01",
+                                         "Accept": "application/json, text/event-stream"},
+                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+    assert refused.status_code == 400 and "result" not in refused.json() and refused.json()["error"]["message"]

@@ -274,6 +274,11 @@ def test_walking_a_tab_meets_what_paging_through_the_listing_meets(http, tenant,
     seed.conversations(9, at=datetime.now(timezone.utc) - timedelta(hours=3))
     seed.conversations(4, resolved=True)
     seed.conversations(2, spam=True)
+    for _ in range(3):  # three visitors online now, one of them with a conversation resolved
+        visitor = seed.customer()
+        seed.open_stream(visitor)
+        online = seed.conversation(customer_id=visitor)
+    seed.flags(online, resolved=True)
 
     async def walk(page_size: int, inbox_filter: str, conversation_filter: str) -> Walk:
         async with await psycopg.AsyncConnection.connect(server.database_url, autocommit=True) as conn:
@@ -281,11 +286,11 @@ def test_walking_a_tab_meets_what_paging_through_the_listing_meets(http, tenant,
             return await walk_tab(conn, scope, inbox_filter, page_size)
 
     for page_size, inbox_filter, conversation_filter, expected in (
-            (1, "unresolved", "all", Walk(32, 32)), (5, "unresolved", "all", Walk(32, 7)),
-            (8, "unresolved", "all", Walk(32, 4)), (32, "unresolved", "all", Walk(32, 1)),
-            (33, "unresolved", "all", Walk(32, 1)), (5, "unresolved", "last-hour", Walk(23, 5)),
-            (3, "resolved", "all", Walk(4, 2)), (2, "spam", "all", Walk(2, 1)), (4, "all", "all", Walk(36, 9)),
-            (MAX_PAGE, "unread", "all", Walk(0, 1))):
+            (1, "unresolved", "all", Walk(34, 34)), (5, "unresolved", "all", Walk(34, 7)),
+            (17, "unresolved", "all", Walk(34, 2)), (34, "unresolved", "all", Walk(34, 1)),
+            (35, "unresolved", "all", Walk(34, 1)), (5, "unresolved", "last-hour", Walk(25, 5)),
+            (1, "unresolved", "online", Walk(2, 2)), (3, "resolved", "all", Walk(5, 2)),
+            (2, "spam", "all", Walk(2, 1)), (4, "all", "all", Walk(39, 10)), (MAX_PAGE, "unread", "all", Walk(0, 1))):
         walked = asyncio.run(walk(page_size, inbox_filter, conversation_filter))
         assert walked == expected == rest_walk(http, tenant, page_size, inboxFilter=inbox_filter,
                                                conversationFilter=conversation_filter), (page_size, inbox_filter)

@@ -265,7 +265,7 @@ def build_server(services) -> MCPServer:
 
     @mcp.tool(name="count_unresolved_conversations", title="Count unresolved conversations", annotations=READ,
               description="The exact number of unresolved conversations (spam left out) of one website or of all, "
-                          f"optionally within a conversationFilter window, found by walking the paginated unresolved "
+                          "optionally within a conversationFilter window, found by walking the paginated unresolved "
                           f"listing ({MAX_PAGE} conversations a page) to its end, not by reading one page; and how "
                           "many pages were walked.")
     @refusals

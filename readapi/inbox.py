@@ -195,9 +195,9 @@ FROM last_full
 
 
 async def walk_tab(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, page_size: int = MAX_PAGE) -> Walk:
-    """Walks a tab of the listing (`GET /api/conversations` in inbox mode, newest first) page by page to
-    its end, each page starting after the previous page's last conversation, in one statement, so one
-    snapshot: the exact number of conversations, and of pages, a client paging through it would see."""
+    """Walks a tab (any but `mentions`) of the listing (`GET /api/conversations` in inbox mode, newest
+    first) page by page to its end, each page starting after the previous page's last conversation, in one
+    statement, so one snapshot: the exact number of conversations, and of pages, a client paging sees."""
     rows = f"{scope.where} AND {TAB_ROWS[inbox_filter]}"
     full, partial = await (await conn.execute(WALK.format(rows=rows), (
         *scope.args, page_size - 1, *scope.args, page_size))).fetchone()

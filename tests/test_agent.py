@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import pytest
 
-from events import types as ev
 from tests.agui_agent import AGUIAgent, answering, call_tool, last_tool_return, later, raw_stream, say, words
 from commands.agent import agent_stream
 from tests.conftest import make_server, make_tenant

@@ -50,17 +50,11 @@ class DocumentUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
     published: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class DocumentImport(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    """One file of an imported folder: `source`, its path in the folder, is what a re-import finds the
-    document by (the same key as `parley docs import` on the server's machine)."""
+class DocumentImport(DocumentCreate, kw_only=True):
+    """One file of an imported folder: a document to create, and `source`, its path in the folder, which
+    a re-import finds the document by (the same key as `parley docs import` on the server's machine)."""
 
-    website_id: str
     source: Source
-    title: Title
-    content: Content = ""
-    locale: Locale = "en"
-    category: Category | None = None
-    published: bool = False
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,15 @@ def last_tool_return(messages: list) -> Any:
     return None
 
 
+async def open_cart_then_report(messages: list, info: Any) -> AsyncIterator:
+    """Offers the page's `openCart` action; once its result comes back, says it."""
+    result = last_tool_return(messages)
+    if result is not None:
+        yield f"Done: {result}"
+    else:
+        yield call_tool("openCart", '{"highlight": "shoes"}', "call-1")
+
+
 @dataclass
 class Received:
     body: dict

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.agui_agent import AGUIAgent, answering, call_tool, last_tool_return, later, raw_stream, say, words
+from tests.agui_agent import AGUIAgent, answering, call_tool, later, open_cart_then_report, raw_stream, say, words
 from commands.agent import agent_stream
 from tests.conftest import make_server, make_tenant
 from tests.visitors import EventStream, sign, start_session, visitor_with_conversation
@@ -411,14 +411,7 @@ def test_the_greeting_opens_a_visitors_conversation(ac, site, remote):
 # --- the visitor's page: readables, actions
 
 def test_readables_and_actions_reach_the_agent_and_a_clicked_action_reaches_the_next_run(ac, agents, site, remote):
-    async def answer(messages, info):
-        result = last_tool_return(messages)
-        if result is not None:
-            yield f"Done: {result}"
-        else:
-            yield call_tool("openCart", '{"highlight": "shoes"}', "call-1")
-
-    agent_for(ac, site, remote, answer)
+    agent_for(ac, site, remote, open_cart_then_report)
     visitor = start_session(ac, site.website_id, userId="ada", signature=sign(site.identity_secret, "ada"))
     conversation_id = ac.post("/api/chat/conversations", headers=visitor.headers).json()["_id"]
     context = ac.put("/api/chat/context", headers=visitor.headers, json={

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.agui_agent import AGUIAgent, call_tool, last_tool_return, say
+from tests.agui_agent import AGUIAgent, open_cart_then_report, say
 from tests.browser import browser, host_pages, page, screenshot  # noqa: F401 - fixtures
 from tests.conftest import make_server, make_tenant
 from tests.documents_helpers import create, indexed
@@ -431,15 +431,8 @@ addEventListener('parley:action', (e) => (window.__events = window.__events || [
 
 
 def test_an_offered_action_is_a_button_that_runs_the_pages_handler_once(page, host_pages, agents, remote):
-    async def answer(messages, info):
-        result = last_tool_return(messages)
-        if result is not None:
-            yield f"Done: {result}"
-        else:
-            yield call_tool("openCart", '{"highlight": "shoes"}', "call-1")
-
     tenant = make_tenant(agents)
-    with_agent(agents, tenant, remote, answer)
+    with_agent(agents, tenant, remote, open_cart_then_report)
     page.goto(host_page(host_pages, "agent-action", agents.base_url, tenant.website_id, extra=ACTION_PAGE,
                         queued=[["openChat"]]))
     with agents.client() as client:

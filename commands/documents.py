@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 import msgspec
 
@@ -179,6 +180,16 @@ def read_folder(root: Path, locale: str, published: bool) -> list[tuple[str, Fie
         category = source.parent.as_posix() if source.parent != Path(".") else None
         imported.append((source.as_posix(), Fields(title, locale, category, published, content)))
     return imported
+
+
+def import_each(files: list[tuple[str, Fields]], import_one: Callable[[str, Fields], ImportOutcome],
+                progress: Callable[[int, int, str], None]) -> Counter[str]:
+    """Imports the files of `read_folder` one by one (into the store, or over HTTP): how many of each outcome."""
+    outcomes: Counter[str] = Counter()
+    for done, (source, fields) in enumerate(files, start=1):
+        outcomes[import_one(source, fields)] += 1
+        progress(done, len(files), source)
+    return outcomes
 
 
 def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> Imported:

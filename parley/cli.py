@@ -339,9 +339,7 @@ def _imports_here(args: argparse.Namespace) -> bool:
 
 def cmd_docs_import(args: argparse.Namespace) -> None:
     """Imports a folder of Markdown files: title from the first heading, category from the sub-folder."""
-    from collections import Counter
-
-    from commands.documents import import_document, read_folder
+    from commands.documents import import_document, import_each, read_folder
 
     if not args.dir.is_dir():
         raise remote.Usage(f"{args.dir} is not a directory")
@@ -350,11 +348,9 @@ def cmd_docs_import(args: argparse.Namespace) -> None:
     if here:
         settings = _settings(args)
         website = _required_id(args.website, "--website")
-        outcomes: Counter[str] = Counter()
         with _store_session(settings) as (_, store):
-            for done, (source, fields) in enumerate(files, start=1):
-                outcomes[import_document(store, website, source, fields).outcome] += 1
-                progress(done, len(files), source)
+            outcomes = import_each(
+                files, lambda source, fields: import_document(store, website, source, fields).outcome, progress)
     else:
         outcomes = remote.import_documents(args, files, progress)
     if files:

@@ -15,7 +15,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Callable
 
-from commands.documents import Fields
+from commands.documents import Fields, import_each
 
 from parley import login as signin
 from parley.client import DEFAULT_PROFILE, Api, Profile, print_json, print_table, read_text
@@ -192,13 +192,8 @@ def import_documents(args: argparse.Namespace, files: list[tuple[str, Fields]],
     re-imported file's document by its path, as the import on the server's machine does."""
     api = Api(Profile.load(args.profile or DEFAULT_PROFILE))
     website = _website_id(api, args.website)
-    outcomes: Counter[str] = Counter()
-    for done, (source, fields) in enumerate(files, start=1):
-        imported = api.call("POST", "/api/documents/import",
-                            json={"websiteId": website, "source": source, **dataclasses.asdict(fields)})
-        outcomes[imported["outcome"]] += 1
-        progress(done, len(files), source)
-    return outcomes
+    return import_each(files, lambda source, fields: api.call("POST", "/api/documents/import", json={
+        "websiteId": website, "source": source, **dataclasses.asdict(fields)})["outcome"], progress)
 
 
 def subcommand(parent, name: str, summary: str, example: str) -> argparse.ArgumentParser:

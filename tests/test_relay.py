@@ -134,6 +134,7 @@ def test_a_position_missing_from_the_stream_is_filled_from_the_store(log):
         nc = await nats.connect(log.nats_url)
         try:
             js = nc.jetstream()
+            await stream.ensure_stream(js, log.stream)  # no relay here: the test publishes as the relay does
             await eventually(lambda: runner.positions != {})
             lost = await asyncio.to_thread(log.append, message(0, log.org_id))
             kept = await asyncio.to_thread(log.append, message(0, log.org_id))

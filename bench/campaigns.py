@@ -37,7 +37,7 @@ from commands import admin  # noqa: E402
 from commands.streams import now  # noqa: E402
 from events import types as ev  # noqa: E402
 from events.store import EventStore, Pending  # noqa: E402
-from parley.ids import new_id  # noqa: E402
+from events.ids import new_id  # noqa: E402
 
 SEED_PER_APPEND = 5_000
 FLOOR_ROWS = 2_000

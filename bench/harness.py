@@ -25,7 +25,7 @@ from commands.documents import Fields, import_document, parse_markdown  # noqa: 
 from commands.principal import Principal  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedPostgres  # noqa: E402
-from parley.ids import new_id  # noqa: E402
+from events.ids import new_id  # noqa: E402
 from parley.settings import Settings  # noqa: E402
 from parley.runtime import PROJECTIONS  # noqa: E402
 from projections.runner import catch_up_if_idle  # noqa: E402

@@ -123,7 +123,7 @@ def ndjson(base_url: str, token: str, api: psutil.Process) -> tuple[float, int, 
 def export_child(database_url: str, org_id: str, out: str) -> None:
     """Runs in a child process: the export, timed after the imports; prints its figures."""
     from events.export import export
-    from readapi.history_query import history_filter
+    from projections.views.history_query import history_filter
 
     with psycopg.connect(database_url, autocommit=True) as conn:
         started = time.perf_counter()

@@ -49,14 +49,14 @@ from commands.principal import Principal
 from delivery.realtime import PRESENCE_DDL
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id
+from events.ids import new_id
 from parley.runtime import Infrastructure
 from parley.settings import load_settings
 from projections.agent import AgentProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.runner import apply_batch, current_position, ensure_tables
-from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, read_inbox
+from projections.views.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, read_inbox
 
 GOAL_MS = 25.0
 APPEND_CHUNK = 5000

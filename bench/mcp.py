@@ -35,7 +35,7 @@ from projections.activity import ActivityProjection
 from projections.campaigns import CampaignsProjection
 from projections.chat import ChatProjection
 from projections.documents import DocumentsProjection
-from readapi.inbox import MAX_PAGE
+from projections.views.inbox import MAX_PAGE
 from tests.mcp_helpers import Flow
 
 GOAL_MS, GOAL_RATIO = 50.0, 2.0

@@ -27,8 +27,8 @@ from corpus.generate import generate
 from harness import CORPUS, Bench, bench_environment, median, ms
 from bench.figures import percentile  # importable once harness has put the project on the path
 from projections.search import embedder_for, passage_input, split_passages
-from readapi.document_search import search_documents
-from readapi.documents import list_documents
+from projections.views.document_search import search_documents
+from projections.views.documents import list_documents
 
 SEARCH_GOAL_P99 = 0.025
 QUERIES = 300

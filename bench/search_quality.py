@@ -15,8 +15,8 @@ import json
 import psycopg
 
 from harness import CORPUS, Bench, bench_environment
-from readapi.document_search import search_documents
-from readapi.documents import list_documents
+from projections.views.document_search import search_documents
+from projections.views.documents import list_documents
 
 GOAL_MRR = 0.8
 

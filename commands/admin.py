@@ -16,7 +16,7 @@ from commands.principal import ALL_SCOPES
 from commands.streams import load, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
-from parley.ids import new_id
+from events.ids import new_id
 
 VANITY = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

@@ -12,7 +12,7 @@ from commands.admin import Created
 from commands.errors import Invalid
 from commands.principal import Principal
 from events.store import EventStore
-from parley.ids import parse_id
+from events.ids import parse_id
 
 
 class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):

@@ -26,7 +26,7 @@ from commands.principal import Principal
 from commands.streams import load, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
-from parley.ids import new_id
+from events.ids import new_id
 
 Status = Literal["draft", "scheduled", "sending", "sent", "cancelled"]
 STATUSES: tuple[str, ...] = ("draft", "scheduled", "sending", "sent", "cancelled")

@@ -24,7 +24,7 @@ from commands.streams import Entity, created_of, load, load_created_async, name_
 from commands.websites import website_state
 from events import types as ev
 from events.store import EventStore, Pending, Recorded, StreamConflict
-from parley.ids import new_id, parse_id
+from events.ids import new_id, parse_id
 
 MAX_METADATA_KEYS = 50
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]

@@ -13,7 +13,7 @@ from commands.principal import Principal
 from commands.streams import Entity, load, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
-from parley.ids import new_id, parse_id
+from events.ids import new_id, parse_id
 
 
 class ConversationCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):

@@ -13,7 +13,7 @@ from commands.principal import Principal
 from commands.streams import load, now
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id, parse_id
+from events.ids import new_id, parse_id
 
 Field = Annotated[str, msgspec.Meta(max_length=320)]
 

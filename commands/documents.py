@@ -18,7 +18,7 @@ from commands.principal import Principal
 from commands.streams import load, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id
+from events.ids import new_id
 
 MAX_TITLE, MAX_CATEGORY, MAX_CONTENT = 300, 200, 500_000
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TITLE)]

@@ -13,7 +13,7 @@ from commands.principal import Principal
 from commands.streams import Entity, load, load_created_async, now
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id, parse_id
+from events.ids import new_id, parse_id
 
 MAX_CONTENT = 20_000
 

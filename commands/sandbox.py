@@ -6,7 +6,7 @@ from commands.admin import Created
 from commands.streams import now
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id
+from events.ids import new_id
 
 
 def create_summary_job(store: EventStore) -> Created:

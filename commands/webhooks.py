@@ -17,10 +17,10 @@ from commands.customers import target_website
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from commands.streams import now
-from delivery.addresses import RefusedTarget, check_url
+from commands.addresses import RefusedTarget, check_url
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
-from parley.ids import new_id
+from events.ids import new_id
 
 EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
 # Documented as the enum it is; checked by `valid_events`, which names the unknown one in its answer.

@@ -38,15 +38,15 @@ from pydantic import TypeAdapter, ValidationError
 from commands.agent import DEFAULT_FALLBACK, action_stream
 from commands.messages import MAX_CONTENT
 from commands.streams import now
-from delivery.addresses import RefusedTarget, parse_target, resolve
+from commands.addresses import RefusedTarget, parse_target, resolve
 from delivery.realtime import LiveFrame, live_subject, publish_live
 from delivery.webhooks import parse_retry_after
 from events import stream
 from events import types as ev
 from events.store import Pending, StreamConflict
-from parley.ids import new_id
+from events.ids import new_id
 from parley.settings import Settings
-from parley.supervision import keep_running
+from events.supervision import keep_running
 from projections.agent import WAKE_CHANNEL, AgentProjection
 from projections.chat import VisitorContext, visitor_context
 from projections.runner import ensure_tables

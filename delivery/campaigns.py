@@ -23,10 +23,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.campaigns import Campaign, load_campaign, send_step
 from events.store import StreamConflict
-from parley.supervision import keep_running
+from events.supervision import keep_running
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
 from projections.runner import current_positions, ensure_tables, lock_key
-from readapi.campaigns import audience_of
+from projections.views.campaigns import audience_of
 
 if TYPE_CHECKING:
     from parley.runtime import Runtime

@@ -6,7 +6,7 @@ scans, a log record per request) in the process that also runs the API and the p
 connection is an `asyncio.Protocol`: the request goes out in one write and the answer is parsed from
 the bytes as they arrive, a few microseconds of Python per delivery.
 
-An origin is the scheme, the address that the caller checked (see `delivery.addresses`), the port and
+An origin is the scheme, the address that the caller checked (see `commands.addresses`), the port and
 the URL's host name (TLS verifies the certificate for that name), so a connection is only reused for a
 destination that was checked in the same way. Time limits are the caller's (`asyncio.timeout` around
 `post`): a connection whose exchange is cut short is closed, never reused.

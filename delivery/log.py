@@ -13,7 +13,7 @@ import psycopg
 
 from commands.errors import Invalid
 from projections.webhooks import WAKE_CHANNEL
-from readapi.collections import parse_int
+from projections.views.collections import parse_int
 
 PAGE_DEFAULT, PAGE_MAX = 100, 500
 STATUSES = ("pending", "succeeded", "failed", "stopped")

@@ -34,8 +34,8 @@ from psycopg_pool import AsyncConnectionPool
 from events import stream
 from events import types as ev
 from events.store import EventStore, Recorded
-from readapi.collections import Conversation, new_message
-from readapi.visitor_views import chat_conversation_of, chat_message_of
+from projections.views.collections import Conversation, new_message
+from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
 

@@ -39,10 +39,10 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
-from delivery.addresses import RefusedTarget, Target, parse_target, resolve
+from commands.addresses import RefusedTarget, Target, parse_target, resolve
 from delivery.http import Client, HTTPError, Origin
 from parley.settings import Settings
-from parley.supervision import keep_running
+from events.supervision import keep_running
 from projections.runner import ensure_tables
 from projections.webhooks import WAKE_CHANNEL, WebhookProjection
 

@@ -25,7 +25,7 @@ from nats.js.errors import NotFoundError
 
 from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
                           decode_event)
-from parley.supervision import keep_running
+from events.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
 tail_log = logging.getLogger("parley.stream")

@@ -380,7 +380,7 @@ class DocumentDeleted(Event, frozen=True):
 class Audience(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True,
                rename="camel"):
     """Which of a website's customers a campaign goes to: every filter given must hold; none given means
-    every customer of the website. What each filter means is `readapi.campaigns.audience_clauses`."""
+    every customer of the website. What each filter means is `projections.views.campaigns.audience_clauses`."""
 
     language: tuple[str, ...] | None = None
     email_domain: tuple[str, ...] | None = None

@@ -18,7 +18,7 @@ from mcp.shared.auth import OAuthToken
 
 from commands import admin
 from mcp_server.oauth import digest
-from parley.ids import new_id
+from events.ids import new_id
 
 
 class OperatorTokens:

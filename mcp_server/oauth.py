@@ -31,7 +31,7 @@ from pydantic import AnyUrl
 from starlette.requests import Request
 
 from mcp_server.keys import ACCESS_TOKEN_SECONDS, ALGORITHM, SigningKeys
-from parley.ids import new_id, parse_id
+from events.ids import new_id, parse_id
 
 READ, WRITE = "parley:read", "parley:write"
 SCOPES = [READ, WRITE]

@@ -39,11 +39,11 @@ from mcp_server.shapes import (ActivityView, Audience, Campaign, CampaignInspect
                                ResolvedState, UnresolvedCount, Website, WebsiteList, WebsiteSummary,
                                WorkloadSummary)
 from mcp_server.views import ACTIVITY_HTML, ACTIVITY_URI, INBOX_HTML, INBOX_URI, OVERVIEW_HTML, OVERVIEW_URI
-from parley.ids import parse_id
-from readapi.document_search import search_documents
-from readapi import campaigns
-from readapi.cursors import cursor_key
-from readapi.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, Walk, read_inbox, scope_of, walk_tab
+from events.ids import parse_id
+from projections.views.document_search import search_documents
+from projections.views import campaigns
+from projections.views.cursors import cursor_key
+from projections.views.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, Walk, read_inbox, scope_of, walk_tab
 
 UTC = ZoneInfo("UTC")
 

@@ -27,7 +27,7 @@ from events.store import EventStore
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
-from parley.ids import parse_id
+from events.ids import parse_id
 from parley.runtime import Infrastructure, Runtime, prepare_loop
 from parley.settings import Settings, load_settings
 from parley.workers_process import WorkersProcess
@@ -300,7 +300,7 @@ def cmd_events_export(args: argparse.Namespace) -> None:
     import msgspec
 
     from events.export import export
-    from readapi.history_query import history_filter
+    from projections.views.history_query import history_filter
 
     settings = _settings(args)
     org = _required_id(args.org, "--org")
@@ -318,7 +318,7 @@ def cmd_events_export(args: argparse.Namespace) -> None:
 
 def cmd_pets_validate(args: argparse.Namespace) -> None:
     """Names each broken rule on a line of its own; exits 0 only when every rule holds."""
-    from parley.pets import validate
+    from commands.pets import validate
 
     failures = validate(args.path)
     for failure in failures:

@@ -219,7 +219,7 @@ class Runtime:
         from delivery.realtime import start_realtime
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
-        from readapi.cursors import cursor_key
+        from projections.views.cursors import cursor_key
         from readapi.services import Services
 
         wait = self.settings.database_wait_seconds  # a request never waits longer for a connection: 503

@@ -18,7 +18,7 @@ import msgspec
 import uvloop
 
 from parley.settings import Settings
-from parley.supervision import MAX_RESTART_DELAY, RESTART_DELAY
+from events.supervision import MAX_RESTART_DELAY, RESTART_DELAY
 
 log = logging.getLogger("parley.workers")
 

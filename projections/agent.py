@@ -19,7 +19,7 @@ import psycopg
 
 from events import types as ev
 from events.store import Recorded
-from parley.ids import new_id
+from events.ids import new_id
 
 WAKE_CHANNEL = "parley_agent"  # notified when a run becomes due, so the worker starts at once
 

@@ -1,7 +1,7 @@
 """The campaigns read model: one row per campaign (what the API lists and what the sender looks for), and
 the conversations campaigns opened, which count the recipients who replied.
 
-`rm_campaigns` is read by `readapi.campaigns` (the REST routes and the MCP server's tools); its columns
+`rm_campaigns` is read by `projections.views.campaigns` (the REST routes and the MCP server's tools); its columns
 are documented in docs/campaigns.md.
 """
 

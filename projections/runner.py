@@ -23,7 +23,7 @@ import psycopg
 
 from events import stream
 from events.store import CREDENTIAL_GENERATION, EventStore, Recorded
-from parley.supervision import keep_running
+from events.supervision import keep_running
 
 log = logging.getLogger("parley.projections")
 

@@ -13,10 +13,10 @@ import uuid
 
 import psycopg
 
-from delivery.payloads import webhook_event
+from projections.views.payloads import webhook_event
 from events import types as ev
 from events.store import Recorded
-from parley.ids import new_id
+from events.ids import new_id
 
 WAKE_CHANNEL = "parley_webhooks"  # notified when deliveries become due, so the dispatcher starts at once
 

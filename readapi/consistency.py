@@ -8,7 +8,7 @@ import logging
 
 import psycopg
 
-from parley.supervision import keep_running
+from events.supervision import keep_running
 from projections.runner import NOTIFY_CHANNEL, POSITIONS_DDL
 
 log = logging.getLogger("parley.consistency")

@@ -14,7 +14,7 @@ from litestar import Request, Response
 from commands.errors import Forbidden
 from commands.principal import Principal
 from readapi.auth import authenticate
-from readapi.collections import Collection, read_list
+from projections.views.collections import Collection, read_list
 from readapi.services import caught_up, json_response, services
 
 Reader = Callable[[psycopg.AsyncConnection, Principal, Mapping[str, str]], Awaitable[Any]]

@@ -48,7 +48,6 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Annotated, Any, Iterable, Literal
 
 import msgspec
@@ -56,28 +55,12 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
 from readapi.auth import KIND_NAMES, OPT_KEY, SECURITY_SCHEMES, Auth
-from readapi.collections import MAX_COUNT, Collection
+from projections.views.collections import MAX_COUNT, Collection
 from readapi.deprecation import OPT_KEY as DEPRECATION_KEY
 from readapi.problems import TITLES, Problem
+from projections.views.parameters import Parameter, header, partial, query
 
 UNDOCUMENTED_KEY = "parley_undocumented"
-@dataclass(frozen=True)
-class Parameter:
-    name: str
-    location: Literal["query", "header"]
-    type: Any
-    description: str = ""
-    required: bool = False
-
-
-def query(name: str, type_: Any = str, description: str = "", required: bool = False) -> Parameter:
-    return Parameter(name, "query", type_, description, required)
-
-
-def header(name: str, type_: Any = str, description: str = "", required: bool = False) -> Parameter:
-    return Parameter(name, "header", type_, description, required)
-
-
 @dataclass(frozen=True)
 class RawBody:
     """A request body that is a file in one of `media_types`, sent as it is (not JSON)."""
@@ -135,17 +118,6 @@ class ListOf:
     records holding `_id` and the named fields only."""
 
     shape: type[msgspec.Struct]
-
-
-@cache
-def partial(shape: type[msgspec.Struct]) -> type[msgspec.Struct]:
-    """`shape` with every field but `_id` optional: a record as `fields` projects it."""
-    fields = msgspec.structs.fields(shape)
-    return msgspec.defstruct(
-        f"{shape.__name__}Fields",
-        [(f.name, f.type) if f.encode_name == "_id" else (f.name, f.type | msgspec.UnsetType, msgspec.UNSET)
-         for f in sorted(fields, key=lambda f: f.encode_name != "_id")],
-        rename={f.name: f.encode_name for f in fields}, forbid_unknown_fields=True)
 
 
 # link expressions: the created record's id, or (a website) its name

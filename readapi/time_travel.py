@@ -17,11 +17,11 @@ from events import types as ev
 from events.history import HEAD, HistoryFilter, pages_async
 from events.public import Shape, public_of
 from events.store import Recorded, decode_event
-from parley.ids import parse_id
-from readapi.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
+from events.ids import parse_id
+from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
                                  parse_sort, project)
-from readapi.history_query import parse_time
-from readapi.openapi import query
+from projections.views.history_query import parse_time
+from projections.views.parameters import query
 from readapi.services import Services
 
 

@@ -7,7 +7,7 @@ import uuid
 from commands.streams import now
 from events import types as ev
 from events.store import Pending
-from parley.ids import new_id
+from events.ids import new_id
 
 
 def create(http, tenant, website=None, **fields) -> dict:

@@ -12,7 +12,7 @@ import psycopg
 from commands import admin
 from events import types as ev
 from events.store import Pending
-from parley.ids import new_id
+from events.ids import new_id
 
 
 @dataclass

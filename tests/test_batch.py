@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from tests.inbox_seed import Seeder
-from parley.ids import new_id
+from events.ids import new_id
 import readapi.app  # noqa: F401 - the route modules register their collections, as in the server
 from readapi.listing import LISTINGS
 from readapi.routes.batch import MAX_BATCH

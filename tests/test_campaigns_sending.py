@@ -16,7 +16,7 @@ from commands.chat import identity_signature
 from commands.streams import now
 from events import types as ev
 from events.store import Pending
-from parley.ids import new_id
+from events.ids import new_id
 from tests.conftest import make_server, make_tenant
 from tests.receivers import Receiver
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from parley.pets import CELL_HEIGHT, CELL_WIDTH, validate
+from commands.pets import CELL_HEIGHT, CELL_WIDTH, validate
 
 from tests.agui_agent import AGUIAgent, say
 from tests.browser import browser, host_pages, screenshot  # noqa: F401 - fixtures

@@ -12,7 +12,7 @@ import pytest
 from commands.streams import now
 from events import types as ev
 from events.store import EventStore, Pending
-from parley.ids import new_id
+from events.ids import new_id
 from projections.documents import DocumentsProjection
 from projections.runner import catch_up_if_idle
 from tests.documents_helpers import bulk, create

@@ -16,7 +16,7 @@ from commands.streams import now
 from events import types as ev
 from events.store import (EVENTS_TABLE, AppendBatch, AppendedEvent, Appender, CredentialsChanged, EventStore, Pending,
                           StreamConflict, encode_event)
-from parley.ids import new_id
+from events.ids import new_id
 
 
 def organization(org_id: uuid.UUID, name: str = "Acme") -> ev.OrganizationCreated:

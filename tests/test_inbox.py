@@ -12,10 +12,10 @@ import pytest
 from events import types as ev
 from events.store import EventStore
 from tests.inbox_seed import Seeder
-from parley.ids import new_id
+from events.ids import new_id
 from projections.inbox import InboxProjection
 from projections.runner import rebuild
-from readapi.inbox import DEFAULT_PAGE, MAX_PAGE, Walk, scope_of, walk_tab
+from projections.views.inbox import DEFAULT_PAGE, MAX_PAGE, Walk, scope_of, walk_tab
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.browser import browser, host_pages, page, screenshot  # noqa: F401 - 
 from tests.conftest import make_tenant
 from tests.widget_pages import Console, eventually, host_page
 
-from parley.pets import CELL_HEIGHT, CELL_WIDTH, HEIGHT, STATES, WIDTH
+from commands.pets import CELL_HEIGHT, CELL_WIDTH, HEIGHT, STATES, WIDTH
 
 PET = Path(__file__).resolve().parents[1] / "web" / "pets" / "default"
 # what mascot.js plays (ms per frame; the last frame of every state is held 320 ms)

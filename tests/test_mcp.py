@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import make_tenant
-from readapi.inbox import MAX_PAGE
+from projections.views.inbox import MAX_PAGE
 from tests.inbox_seed import Seeder
 from tests.mcp_helpers import Consent, Flow, mcp_session, pkce, rpc, structured_result
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from parley.pets import HEIGHT, MAX_ATLAS_BYTES, WIDTH, validate
+from commands.pets import HEIGHT, MAX_ATLAS_BYTES, WIDTH, validate
 
 DEFAULT_ATLAS = Path(__file__).resolve().parents[1] / "web" / "pets" / "default" / "spritesheet.png"
 PATH = "/api/pets/validate"

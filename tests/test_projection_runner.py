@@ -17,7 +17,7 @@ from commands.streams import now
 from events import types as ev
 from events.store import EventStore, Pending, Recorded
 from events.stream import Relay
-from parley.ids import new_id
+from events.ids import new_id
 from projections import runner as runner_module
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection

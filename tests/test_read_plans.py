@@ -18,7 +18,7 @@ import pytest
 
 from commands.principal import Principal
 from projections.core import CoreProjection
-from readapi.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, Collection, list_query
+from projections.views.collections import CONVERSATIONS, CUSTOMERS, MESSAGES, Collection, list_query
 
 ROWS = 4000
 CONVERSATION_COUNT = 20_000

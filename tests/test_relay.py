@@ -15,7 +15,7 @@ import pytest
 from events import stream
 from events.store import EVENTS_TABLE, EventStore, Pending
 from events.stream import Relay
-from parley.ids import new_id
+from events.ids import new_id
 from projections.runner import ProjectionRunner, connect, current_position
 from tests.test_projection_runner import MessagesSeen, eventually, message, session
 

@@ -24,7 +24,7 @@ from commands import admin
 from commands.streams import now
 from events import types as ev
 from events.store import Pending
-from parley.ids import new_id
+from events.ids import new_id
 from parley.settings import ENVIRONMENT, load_settings
 from projections.core import TABLES
 from tests.conftest import Server, basic, make_server, make_tenant, token

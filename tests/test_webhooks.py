@@ -25,7 +25,7 @@ from tests.conftest import basic, make_server, make_tenant, token
 from tests.receivers import Answer, Receiver
 
 from commands.webhooks import FAILURE_LIMIT
-from delivery.addresses import RefusedTarget, check_addresses, parse_target, resolve_sync
+from commands.addresses import RefusedTarget, check_addresses, parse_target, resolve_sync
 from delivery.webhooks import retry_delay
 from events import types as ev
 from parley.settings import Settings

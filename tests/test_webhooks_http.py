@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from delivery.addresses import RefusedTarget, parse_target
+from commands.addresses import RefusedTarget, parse_target
 from delivery.http import Client, ConnectError, Origin, RemoteProtocolError, ResponseParser
 from delivery.webhooks import request_head
 

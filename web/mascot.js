@@ -3,7 +3,7 @@
 //   <script>window.$parley = []; window.PARLEY_WEBSITE_ID = "…";
 //           window.PARLEY_MASCOT = {websiteId: "…", brandColor: "#4f46e5", pet: {id, name, spritesheet}};</script>
 //   <script async src="{base_url}/mascot.js"></script>
-// The pet is an atlas of 8 x 11 cells of 192x208 (parley/pets.py): rows 0-8 are states, 9-10 look directions.
+// The pet is an atlas of 8 x 11 cells of 192x208 (commands/pets.py): rows 0-8 are states, 9-10 look directions.
 (function () {
   "use strict";
   var script = document.currentScript;

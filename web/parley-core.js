@@ -443,7 +443,7 @@ function createCore(base) {
   };
 }
 
-// --- the pet format (parley/pets.py), which the mascot plays and the dashboard previews: an atlas of
+// --- the pet format (commands/pets.py), which the mascot plays and the dashboard previews: an atlas of
 // 8 x 11 cells of 192x208; rows 0-8 are these states, [row, frames, ms per frame, loops], the last frame
 // of each held lastMs; rows 9-10 the 16 look directions, clockwise from up
 export const PET = {

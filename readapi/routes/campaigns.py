@@ -13,10 +13,10 @@ from litestar.params import FromPath
 from commands import campaigns
 from commands.admin import Created
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
-from readapi.campaigns import Campaign, Preview, list_campaigns, preview_campaign, read_campaign
-from readapi.cursors import PAGE_MAX, CursorPage
+from projections.views.campaigns import Campaign, Preview, list_campaigns, preview_campaign, read_campaign
+from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.listing import snapshot
 from readapi.openapi import describe, fields_parameter, partial, query
 from readapi.services import POSITION_HEADER, caught_up, decode_body, json_response, run_command, services, written

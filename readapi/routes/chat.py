@@ -12,12 +12,12 @@ from commands import chat
 from commands.admin import Created
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import PUBLIC, VISITOR, authenticate, with_principal
 from readapi.cors import check_origin
 from readapi.openapi import ID, describe, query
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
-from readapi.visitor_views import (ChatConversation, ChatMessage, chat_message_of, current_conversation,
+from projections.views.visitors import (ChatConversation, ChatMessage, chat_message_of, current_conversation,
                                    visitor_conversations, visitor_messages)
 
 

@@ -7,9 +7,9 @@ from litestar import Request, Response, patch
 from litestar.params import FromPath
 
 from commands import conversations
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
-from readapi.collections import CONVERSATION_RECORD, ConversationRecord
+from projections.views.collections import CONVERSATION_RECORD, ConversationRecord
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
 from readapi.services import decode_body, run_command

@@ -7,7 +7,7 @@ from __future__ import annotations
 from litestar import Request, Response, get
 from litestar.params import FromPath
 
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
 from readapi.openapi import describe
 from readapi.services import json_response, services

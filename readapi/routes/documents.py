@@ -14,13 +14,13 @@ from commands import documents
 from commands.admin import Created
 from commands.documents import LOCALE_PATTERN
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, Auth, authenticate
-from readapi.collections import read_one
-from readapi.document_search import search_documents
-from readapi.cursors import CursorPage
-from readapi.documents import DOCUMENTS, Document, DocumentImported, list_documents
-from readapi.document_search import Match
+from projections.views.collections import read_one
+from projections.views.document_search import search_documents
+from projections.views.cursors import CursorPage
+from projections.views.documents import DOCUMENTS, Document, DocumentImported, list_documents
+from projections.views.document_search import Match
 from readapi.listing import Listing, listing_response, register
 from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
 from readapi.services import POSITION_HEADER, caught_up, decode_body, json_response, run_command, services, written

@@ -21,8 +21,8 @@ from commands.errors import Invalid
 from events.export import FORMATS, Format, export
 from events.history import HEAD, HistoryFilter, Reading, ndjson, pages_async
 from readapi.auth import Auth, authenticate
-from readapi.collections import parse_bool, parse_int
-from readapi.history_query import history_filter
+from projections.views.collections import parse_bool, parse_int
+from projections.views.history_query import history_filter
 from readapi.openapi import LIMIT, describe, query
 from readapi.routes.realtime import realtime
 from readapi.services import services

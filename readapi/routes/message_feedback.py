@@ -6,14 +6,14 @@ from litestar import Request, Response, post
 from litestar.params import FromPath
 
 from commands import feedback
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, authenticate
-from readapi.collections import MESSAGES, Message
+from projections.views.collections import MESSAGES, Message
 from readapi.openapi import describe
 from readapi.routes.chat import fresh, visitor
 from readapi.routes.resources import one_response
 from readapi.services import decode_body, json_response, run_command, services
-from readapi.visitor_views import ChatMessage, VisitorReactions, visitor_messages
+from projections.views.visitors import ChatMessage, VisitorReactions, visitor_messages
 
 
 async def visitor_feedback(request: Request, message_id: str, shape: type, command) -> tuple:

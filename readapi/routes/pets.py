@@ -1,5 +1,5 @@
 """The pet validator for operators: the dashboard sends an atlas it has not published yet and shows the
-verdict, the same sentences `parley pets validate` prints (parley/pets.py). Nothing is stored."""
+verdict, the same sentences `parley pets validate` prints (commands/pets.py). Nothing is stored."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from litestar import Request, Response, post
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from commands.errors import Invalid
-from parley import pets
+from commands import pets
 from readapi.auth import OPERATOR, authenticate
 from readapi.openapi import RawBody, describe
 from readapi.problems import problem

@@ -18,7 +18,7 @@ from litestar.response import Stream
 
 from commands.errors import Invalid, NotFound
 from delivery.realtime import Channel, LiveFrame, Realtime
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, authenticate
 from readapi.openapi import describe, header
 from readapi.services import decode_body, services

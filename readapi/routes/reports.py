@@ -11,7 +11,7 @@ from litestar import Request, Response, get
 from readapi.auth import OPERATOR, authenticate
 from readapi.listing import snapshot
 from readapi.openapi import describe, query
-from readapi.reports import DEFAULT_DAYS, MAX_DAYS, Report, read_report
+from projections.views.reports import DEFAULT_DAYS, MAX_DAYS, Report, read_report
 from readapi.services import caught_up, json_response
 
 

@@ -8,11 +8,11 @@ from litestar.params import FromPath
 from commands import conversations, customers, messages
 from commands.admin import Created
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import Auth, authenticate, with_principal
-from readapi.collections import (CONVERSATION_RECORD, CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection,
+from projections.views.collections import (CONVERSATION_RECORD, CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection,
                                  Conversation, ConversationRecord, Customer, Message, Website, new_message, read_one)
-from readapi.inbox import INBOX_QUERY, InboxPage, read_conversations
+from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
 from readapi.openapi import ID, ListOf, collection_query, describe
 from readapi.listing import Listing, collection_listing, listing_response, register
 from readapi.time_travel import AS_OF, conversation_as_of, messages_as_of, parse_as_of

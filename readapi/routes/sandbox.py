@@ -16,7 +16,7 @@ from litestar.params import FromPath
 from commands import sandbox
 from commands.errors import NotFound
 from commands.streams import now
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import PUBLIC
 from readapi.openapi import ID, describe
 from readapi.services import json_response, run_command, services, written

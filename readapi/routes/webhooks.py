@@ -14,9 +14,9 @@ from commands.admin import Created
 from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from delivery import log as delivery_log
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
-from readapi.collections import (
+from projections.views.collections import (
     WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
 )
 from readapi.openapi import ID, collection_query, describe, query

@@ -11,9 +11,9 @@ from litestar.params import FromPath
 from commands import apikeys, websites
 from commands.admin import Created
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
-from readapi.collections import (API_KEYS, OPERATORS, WEBSITES, ApiKey, ApiKeyWithSecret, Collection, Operator, Website,
+from projections.views.collections import (API_KEYS, OPERATORS, WEBSITES, ApiKey, ApiKeyWithSecret, Collection, Operator, Website,
                                  WebsiteWithSecret, read_list, read_one)
 from readapi.openapi import ID, NAME, ListOf, collection_query, describe
 from readapi.routes.resources import one_response

@@ -3,7 +3,7 @@
 Deterministic: the same Pillow draws the same bytes, so anyone can regenerate and diff the artwork:
     python web/pets/draw_default.py
 Every frame is drawn from a few numbers (a bounce, a lean, the arms, the eyes), so the states read
-clearly at the mascot's size; the layout is the one parley/pets.py validates.
+clearly at the mascot's size; the layout is the one commands/pets.py validates.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from parley.pets import CELL_HEIGHT, CELL_WIDTH, COLUMNS, HEIGHT, STATES, WIDTH  # noqa: E402
+from commands.pets import CELL_HEIGHT, CELL_WIDTH, COLUMNS, HEIGHT, STATES, WIDTH  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "default"
 SCALE = 2  # drawn at twice the size, then reduced: smooth edges

@@ -1,7 +1,7 @@
 """Reading help documents: the list in offset or cursor mode, with its filters.
 
 `list_documents(conn, principal, params)` is the whole list read, so the batch endpoint can call it too.
-Cursor mode is `readapi.cursors`' signed keyset pages on `id`.
+Cursor mode is `projections.views.cursors`' signed keyset pages on `id`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import psycopg
 
 from commands.errors import Invalid
 from commands.principal import Principal
-from readapi.collections import Collection, filter_clauses, parse_fields, parse_int, project, scope_clauses
-from readapi.cursors import cursor_page
+from projections.views.collections import Collection, filter_clauses, parse_fields, parse_int, project, scope_clauses
+from projections.views.cursors import cursor_page
 
 
 class Document(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "created_at": "createdAt",

@@ -12,9 +12,9 @@ import psycopg
 
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
-from parley.ids import parse_id
-from readapi.collections import parse_int
-from readapi.inbox import parse_timezone
+from events.ids import parse_id
+from projections.views.collections import parse_int
+from projections.views.inbox import parse_timezone
 
 DEFAULT_DAYS, MAX_DAYS = 30, 366
 

@@ -27,8 +27,8 @@ from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from commands.streams import now
 from events import types as ev
-from readapi.collections import CUSTOMERS, Collection, Customer, filter_clauses, parse_fields
-from readapi.cursors import CursorPage, cursor_page
+from projections.views.collections import CUSTOMERS, Collection, Customer, filter_clauses, parse_fields
+from projections.views.cursors import CursorPage, cursor_page
 
 SAMPLE_SIZE = 10
 

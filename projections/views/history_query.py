@@ -10,8 +10,8 @@ from typing import Mapping
 from commands.errors import Forbidden, Invalid
 from events.history import HistoryFilter
 from events.public import EVENT_NAMES
-from parley.ids import parse_id
-from readapi.collections import parse_int
+from events.ids import parse_id
+from projections.views.collections import parse_int
 
 
 def parse_time(params: Mapping[str, str], name: str) -> datetime | None:

@@ -17,7 +17,7 @@ from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from commands.webhooks import EventName
 from events import types as ev
-from parley.ids import parse_id
+from events.ids import parse_id
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",

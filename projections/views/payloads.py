@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from events import types as ev
-from readapi.collections import ConversationRecord, Customer, new_message
+from projections.views.collections import ConversationRecord, Customer, new_message
 
 
 class Envelope(msgspec.Struct):

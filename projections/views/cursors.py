@@ -22,7 +22,7 @@ import psycopg
 
 from commands.errors import Invalid
 from projections.runner import lock_key
-from readapi.collections import Collection, parse_int, project
+from projections.views.collections import Collection, parse_int, project
 
 PAGE_DEFAULT = 100
 PAGE_MAX = 500  # a larger limit is capped, not refused

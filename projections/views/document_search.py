@@ -24,7 +24,7 @@ import psycopg
 from commands.documents import LOCALE
 from commands.errors import Invalid
 from commands.principal import Principal
-from parley.ids import parse_id
+from events.ids import parse_id
 from parley.settings import Settings
 from projections.documents import text_search_config
 from projections.search import SENTENCE_BREAK, collection_name, embedder_for, index_for, plain_text

@@ -24,10 +24,10 @@ import psycopg
 
 from commands.errors import Forbidden, Invalid, NotFound
 from commands.principal import Principal
-from parley.ids import parse_id
-from readapi.collections import (CONVERSATIONS, Collection, Conversation, order_clause, parse_fields, parse_int,
+from events.ids import parse_id
+from projections.views.collections import (CONVERSATIONS, Collection, Conversation, order_clause, parse_fields, parse_int,
                                  project, read_list)
-from readapi.openapi import partial, query
+from projections.views.parameters import partial, query
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100  # a larger `limit` is capped to this

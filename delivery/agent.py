@@ -24,7 +24,7 @@ import logging
 import random
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import Any, AsyncIterator
 
 import httpx
 import msgspec
@@ -39,20 +39,16 @@ from commands.agent import DEFAULT_FALLBACK, action_stream
 from commands.messages import MAX_CONTENT
 from commands.streams import now
 from commands.addresses import RefusedTarget, parse_target, resolve
-from delivery.realtime import LiveFrame, live_subject, publish_live
+from events.live import LiveFrame, live_subject, publish_live
 from delivery.webhooks import parse_retry_after
 from events import stream
 from events import types as ev
-from events.store import Pending, StreamConflict
+from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
-from parley.settings import Settings
 from events.supervision import keep_running
 from projections.agent import WAKE_CHANNEL, AgentProjection
 from projections.chat import VisitorContext, visitor_context
 from projections.runner import ensure_tables
-
-if TYPE_CHECKING:
-    from parley.runtime import Runtime
 
 log = logging.getLogger("parley.agent")
 
@@ -334,13 +330,27 @@ class Answer:
         return list(self.texts.values())
 
 
+@dataclass(frozen=True)
+class AgentSettings:
+    """What the agent worker is told by the composition root (PARLEY_AGENT_*, docs/configuration.md)."""
+
+    nats_stream: str = "PARLEY_EVENTS"
+    webhook_allow_private: bool = False
+    agent_first_event_seconds: float = 10.0
+    agent_idle_seconds: float = 30.0
+    agent_run_seconds: float = 120.0
+    agent_retry_attempts: int = 4
+    agent_retry_base_seconds: float = 1.0
+    agent_concurrency: int = 100
+
+
 class Worker:
-    def __init__(self, runtime: "Runtime"):
-        self.settings: Settings = runtime.settings
-        self.store = runtime.store
-        self.database_url = runtime.database_url
-        self.nats_url = runtime.nats_url
-        self.subject = live_subject(runtime.settings.nats_stream)
+    def __init__(self, store: EventStore, database_url: str, nats_url: str, settings: AgentSettings):
+        self.settings = settings
+        self.store = store
+        self.database_url = database_url
+        self.nats_url = nats_url
+        self.subject = live_subject(settings.nats_stream)
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
         self.nc = None
@@ -638,13 +648,10 @@ def check_answer(response: httpx.Response) -> None:
     raise RunFailed(REFUSED, f"HTTP {status}: {detail}")
 
 
-def time_limit(s: Settings, started: bool, whole_run: bool) -> str:
+def time_limit(s: AgentSettings, started: bool, whole_run: bool) -> str:
     if whole_run:
         return f"the run took longer than {s.agent_run_seconds:g} s"
     if not started:
         return f"no event within {s.agent_first_event_seconds:g} s"
     return f"no event for {s.agent_idle_seconds:g} s"
 
-
-def run_worker(runtime: "Runtime"):
-    return Worker(runtime).run()

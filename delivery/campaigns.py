@@ -16,20 +16,16 @@ import asyncio
 import logging
 import uuid
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.campaigns import Campaign, load_campaign, send_step
-from events.store import StreamConflict
+from events.store import EventStore, StreamConflict
 from events.supervision import keep_running
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
 from projections.runner import current_positions, ensure_tables, lock_key
 from projections.views.campaigns import audience_of
-
-if TYPE_CHECKING:
-    from parley.runtime import Runtime
 
 log = logging.getLogger("parley.campaigns")
 
@@ -42,10 +38,10 @@ PENDING = ("SELECT id, org_id, status, scheduled_at FROM rm_campaigns WHERE stat
 
 
 class Sender:
-    def __init__(self, runtime: "Runtime"):
-        self.store = runtime.store
-        self.database_url = runtime.database_url
-        self.batch_size = runtime.settings.campaign_batch_size
+    def __init__(self, store: EventStore, database_url: str, batch_size: int):
+        self.store = store
+        self.database_url = database_url
+        self.batch_size = batch_size
         self.wake = asyncio.Event()
         self.sending: dict[uuid.UUID, asyncio.Task] = {}
 
@@ -134,6 +130,3 @@ class Sender:
             c = campaign.content
             return await audience_of(conn, c.org_id, c.website_id, c.audience)
 
-
-def run_sender(runtime: "Runtime"):
-    return Sender(runtime).run()

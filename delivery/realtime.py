@@ -24,15 +24,16 @@ import logging
 import uuid
 from collections import defaultdict
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import AsyncIterator, Callable, Literal, NamedTuple
+from typing import AsyncIterator, Callable, NamedTuple
 
 import msgspec
 from psycopg_pool import AsyncConnectionPool
 
 from events import stream
 from events import types as ev
+from events.live import CHANNEL_BACKLOG, Channel, LiveFrame, live_decoder, live_subject, publish_live
 from events.store import EventStore, Recorded
 from projections.views.collections import Conversation, new_message
 from projections.views.visitors import chat_conversation_of, chat_message_of
@@ -41,8 +42,6 @@ log = logging.getLogger("parley.realtime")
 
 MESSAGE_UPDATED = "MESSAGE_UPDATED_EVENT"
 HEARTBEAT_SECONDS = 15.0
-# A channel whose reader falls this far behind is closed; its client resumes with Last-Event-ID.
-CHANNEL_BACKLOG = 1000
 REPLAY_BATCH = 500
 CACHED_CONVERSATIONS = 100_000
 KEEPALIVE = b": keepalive\n\n"
@@ -73,35 +72,6 @@ class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
     handoff: bool = False
 
 
-class LiveFrame(msgspec.Struct):
-    """A frame for open channels only, published by a worker: to the organization's operators and, when
-    `customer_id` is set, to that visitor."""
-
-    org_id: uuid.UUID
-    customer_id: uuid.UUID | None
-    operators: bool
-    event: str
-    data: msgspec.Raw
-
-
-def live_subject(stream_name: str) -> str:
-    """A plain NATS subject beside the JetStream stream's own (which it does not match)."""
-    return f"{stream.subject_of(stream_name)}.live"
-
-
-_live_decoder = msgspec.json.Decoder(LiveFrame)
-
-
-async def publish_live(nc, subject: str, live: LiveFrame) -> None:
-    """Publishes a live frame to every API process's hub; ephemeral, so lost while NATS is away."""
-    if nc is None or not nc.is_connected:
-        return
-    try:
-        await nc.publish(subject, msgspec.json.encode(live))
-    except Exception:  # what is stored is what counts; a live frame may be lost
-        log.debug("a live frame was not published", exc_info=True)
-
-
 class ConversationFacts(NamedTuple):
     org_id: uuid.UUID
     customer_id: uuid.UUID
@@ -130,23 +100,6 @@ def operator_frame(recorded: Recorded) -> bytes | None:
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
                                                          reactions=list(e.reactions)))
     return None
-
-
-@dataclass(eq=False)
-class Channel:
-    """One open stream: who it is for, and the frames waiting to be written to it."""
-
-    audience: Literal["operator", "visitor"]
-    org_id: uuid.UUID
-    customer_id: uuid.UUID | None = None
-    last_sent: int = 0
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-
-    def put(self, position: int, data: bytes) -> bool:
-        if self.queue.qsize() >= CHANNEL_BACKLOG:
-            return False
-        self.queue.put_nowait((position, data))
-        return True
 
 
 class Hub:
@@ -349,7 +302,7 @@ class Hub:
 
     async def _live(self, msg) -> None:
         try:
-            live = _live_decoder.decode(msg.data)
+            live = live_decoder.decode(msg.data)
         except msgspec.DecodeError:
             log.warning("dropped a malformed live frame")
             return
@@ -473,9 +426,10 @@ class Realtime:
     presence: Presence
 
 
-async def start_realtime(runtime) -> tuple[Realtime, list[asyncio.Task]]:
+async def start_realtime(store: EventStore, pool: AsyncConnectionPool, nats_url: str, nats_stream: str,
+                         presence_ttl_seconds: float) -> tuple[Realtime, list[asyncio.Task]]:
     """The API process's realtime services, and the tasks that keep them running."""
-    hub = Hub(runtime.store, runtime.nats_url, runtime.settings.nats_stream)
-    presence = Presence(runtime.pool, runtime.settings.presence_ttl_seconds)
+    hub = Hub(store, nats_url, nats_stream)
+    presence = Presence(pool, presence_ttl_seconds)
     tasks = [*await hub.start(), await presence.start()]
     return Realtime(hub, presence), tasks

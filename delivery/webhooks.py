@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import psycopg
@@ -41,13 +40,10 @@ from psycopg_pool import AsyncConnectionPool
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
 from commands.addresses import RefusedTarget, Target, parse_target, resolve
 from delivery.http import Client, HTTPError, Origin
-from parley.settings import Settings
+from events.store import EventStore
 from events.supervision import keep_running
 from projections.runner import ensure_tables
 from projections.webhooks import WAKE_CHANNEL, WebhookProjection
-
-if TYPE_CHECKING:
-    from parley.runtime import Runtime
 
 log = logging.getLogger("parley.webhooks")
 
@@ -67,7 +63,7 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={digest}"
 
 
-def retry_delay(settings: Settings, attempt: int, retry_after: float | None = None) -> float:
+def retry_delay(settings: WebhookSettings, attempt: int, retry_after: float | None = None) -> float:
     """Seconds before the retry that follows failed attempt number `attempt` (1-based): exponential,
     capped, with jitter so that many failures at once do not come back in step."""
     ceiling = min(settings.webhook_retry_cap_seconds, settings.webhook_retry_base_seconds * 2 ** min(attempt - 1, 40))
@@ -233,11 +229,24 @@ WHERE d.status = 'pending' AND NOT EXISTS (
 """
 
 
+@dataclass(frozen=True)
+class WebhookSettings:
+    """What the dispatcher is told by the composition root (PARLEY_WEBHOOK_*, docs/configuration.md)."""
+
+    webhook_allow_private: bool = False
+    webhook_timeout_seconds: float = 10.0
+    webhook_retry_base_seconds: float = 10.0
+    webhook_retry_cap_seconds: float = 7200.0
+    webhook_retry_window_seconds: float = 100_800.0
+    webhook_concurrency: int = 200
+    webhook_endpoint_concurrency: int = 4
+
+
 class Dispatcher:
-    def __init__(self, runtime: "Runtime"):
-        self.settings: Settings = runtime.settings
-        self.store = runtime.store
-        self.database_url = runtime.database_url
+    def __init__(self, store: EventStore, database_url: str, settings: WebhookSettings):
+        self.settings = settings
+        self.store = store
+        self.database_url = database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()  # something may have become claimable
@@ -485,6 +494,3 @@ class Dispatcher:
         if position is not None:
             log.warning("webhook subscription %s disabled: %s", subscription_id, reason)
 
-
-def run_dispatcher(runtime: "Runtime"):
-    return Dispatcher(runtime).run()

@@ -14,6 +14,8 @@ import logging
 from contextlib import asynccontextmanager, suppress
 from typing import AsyncIterator
 
+from mcp_server.pages import CONSENT_PATH, HEADERS as PAGE_HEADERS, refusal
+
 log = logging.getLogger("parley.mcp")
 
 PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
@@ -22,10 +24,17 @@ PATHS = frozenset({
     "/.well-known/jwks.json", "/oauth/register", "/oauth/authorize", "/oauth/consent", "/oauth/token",
     "/oauth/revoke",
 })
+# POSTed a password, a code or a refresh token to try: counted per client address, whatever it presents
+SIGN_IN_PATHS = frozenset({CONSENT_PATH, "/oauth/token", "/oauth/register", "/oauth/revoke"})
 READY_WAIT_SECONDS = 60.0
 
 
 class McpService:
+    """The MCP server as the API mounts it (readapi.mounted.MountedApp)."""
+
+    paths = PATHS
+    sign_in_paths = SIGN_IN_PATHS
+
     def __init__(self, services):
         self.services = services
         self.app = None
@@ -55,6 +64,9 @@ class McpService:
         finally:
             self.app = None
             self.ready.set()  # whoever waits gets its answer: 503 once the server is not running
+
+    def refusal_page(self, path: str, title: str, message: str) -> tuple[str, dict[str, str]] | None:
+        return (refusal(title, message), PAGE_HEADERS) if path == CONSENT_PATH else None
 
     async def __call__(self, scope, receive, send) -> None:
         if self.app is None and self.ready is not None:

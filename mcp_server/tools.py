@@ -323,7 +323,7 @@ def build_server(services) -> MCPServer:
     ) -> HelpDocumentMatches:
         params = {"query": query, "locale": locale} | ({"websiteId": websiteId} if websiteId else {})
         async with reads.connection() as (conn, who):
-            matches = await search_documents(conn, services.settings, who, params)
+            matches = await search_documents(conn, services.settings.search, who, params)
         return HelpDocumentMatches(documents=[HelpDocumentMatch(
             id=str(m.id), website_id=str(m.website_id), title=m.title, locale=m.locale, category=m.category,
             score=m.score, snippet=m.snippet) for m in matches])

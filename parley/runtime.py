@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from delivery.campaigns import run_sender
-from delivery.agent import run_worker as run_agent_worker
-from delivery.webhooks import run_dispatcher
+from delivery.agent import AgentSettings, Worker as AgentWorker
+from delivery.campaigns import Sender
+from delivery.webhooks import Dispatcher, WebhookSettings
 from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
-from parley.settings import Settings
+from parley.settings import Settings, narrowed
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.agent import AgentProjection
@@ -32,7 +32,7 @@ from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.documents import DocumentsProjection
-from projections.search import SearchProjection
+from projections.search import SearchConfig, SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
@@ -62,17 +62,22 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
-    "search": SearchProjection,
+    "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
 # others; every other read model shares one stream consumer and one transaction per batch.
 RUNS_ALONE = ("search",)
-# Background consumers that are not read models (deliveries): name -> factory(runtime) -> coroutine.
+# Background consumers that are not read models (deliveries): name -> the worker built with what it
+# needs; each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
-    "webhooks": run_dispatcher,
-    "campaigns": run_sender,
-    "agent": run_agent_worker,
+    "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings)),
+    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size),
+    "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings)),
 }
+
+
+def search_config(settings: Settings) -> SearchConfig:
+    return SearchConfig(settings.data_dir, settings.qdrant_url)
 
 
 def server_file(data_dir: Path) -> Path:
@@ -207,8 +212,8 @@ class Runtime:
         for name in RUNS_ALONE:
             if not (name == "search" and self.search_with_api):
                 self._run_projections([self.projections[name]])
-        for name, make in WORKERS.items():
-            self.tasks.append(asyncio.create_task(make(self), name=f"worker:{name}"))
+        for name, build in WORKERS.items():
+            self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
 
     def _run_projections(self, group: list[Projection], on_reached=None) -> None:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
@@ -220,7 +225,8 @@ class Runtime:
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
         from projections.views.cursors import cursor_key
-        from readapi.services import Services
+        from mcp_server.service import McpService
+        from readapi.services import ApiSettings, Services
 
         wait = self.settings.database_wait_seconds  # a request never waits longer for a connection: 503
         self.pool = RecoveringPool(self.database_url, 2, self.settings.db_pool_size, wait)
@@ -231,14 +237,16 @@ class Runtime:
             await cursor_key(conn)
         watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()
-        self.services = Services(self.settings, self.store, self.pool, watch, self.nats_url)
-        realtime, tasks = await start_realtime(self)
-        self.services.extras["realtime"] = realtime
+        api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
+        realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
+                                               self.settings.presence_ttl_seconds)
+        self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,
+                                 realtime.presence)
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:
             self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
-        return create_app(self.services)
+        return create_app(self.services, McpService(self.services))
 
     async def stop(self) -> None:
         """Stops the tasks and closes the connections, within STOP_SECONDS whatever state PostgreSQL and

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
-
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import msgspec
 
+T = TypeVar("T")
 PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
@@ -121,6 +122,13 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_AGENT_RETRY_BASE_SECONDS": ("agent_retry_base_seconds", "first delay before calling a failing AI agent again, doubled per attempt, with jitter (default 1)"),
     "PARLEY_AGENT_CONCURRENCY": ("agent_concurrency", "AI agent runs in flight per worker process (default 100)"),
 }
+
+
+def narrowed(settings: Settings, kind: type[T], **values: object) -> T:
+    """The settings a layer below declares it needs (a dataclass whose fields are named as here), as values:
+    nothing below parley/ reads Settings or the environment."""
+    return kind(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(kind) if f.name not in values},
+                **values)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -32,7 +32,6 @@ import psycopg
 
 from events import types as ev
 from events.store import Recorded
-from parley.settings import Settings
 
 if TYPE_CHECKING:  # the model and Qdrant load lazily: importing them costs seconds
     from projections.search_model import Embedder
@@ -108,6 +107,15 @@ def passage_input(title: str, passage: str) -> str:
     return f"{title}. {passage}" if passage else title
 
 
+@dataclass(frozen=True)
+class SearchConfig:
+    """Where the search model's files and the index are: the data directory (the embedded index under it,
+    Qdrant Edge) or a Qdrant server's URL."""
+
+    data_dir: Path
+    qdrant_url: str | None = None
+
+
 # --- the shared model and index, one per process ----------------------------------------------------
 
 _lock = threading.Lock()
@@ -115,9 +123,9 @@ _embedders: dict[Path, "Embedder"] = {}
 _indexes: dict[str, "SearchIndex"] = {}
 
 
-def embedder_for(settings: Settings) -> "Embedder":
+def embedder_for(config: SearchConfig) -> "Embedder":
     """The process's embedder (loading takes a second or two, so it happens on first use)."""
-    key = settings.data_dir.resolve()
+    key = config.data_dir.resolve()
     with _lock:
         if key not in _embedders:
             from projections.search_model import Embedder
@@ -126,11 +134,11 @@ def embedder_for(settings: Settings) -> "Embedder":
         return _embedders[key]
 
 
-def index_for(settings: Settings) -> "SearchIndex":
-    key = settings.qdrant_url or str(edge_root(settings))
+def index_for(config: SearchConfig) -> "SearchIndex":
+    key = config.qdrant_url or str(edge_root(config))
     with _lock:
         if key not in _indexes:
-            _indexes[key] = ServerIndex(settings.qdrant_url) if settings.qdrant_url else EdgeIndex(edge_root(settings))
+            _indexes[key] = ServerIndex(config.qdrant_url) if config.qdrant_url else EdgeIndex(edge_root(config))
         return _indexes[key]
 
 
@@ -141,8 +149,8 @@ def close_indexes() -> None:
         _indexes.clear()
 
 
-def edge_root(settings: Settings) -> Path:
-    return settings.data_dir.resolve() / "qdrant-edge"
+def edge_root(config: SearchConfig) -> Path:
+    return config.data_dir.resolve() / "qdrant-edge"
 
 
 @dataclass(frozen=True)
@@ -323,14 +331,14 @@ class SearchProjection:
     name = "search"
     handles = (ev.DocumentState, ev.DocumentDeleted)
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
+    def __init__(self, config: SearchConfig):
+        self.config = config
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute(DDL)
         indexed = await (await conn.execute("SELECT EXISTS (SELECT 1 FROM search_passages)")).fetchone() == (True,)
-        root = edge_root(self.settings)
-        if indexed and not self.settings.qdrant_url and not (
+        root = edge_root(self.config)
+        if indexed and not self.config.qdrant_url and not (
                 root.is_dir() and any(p.name.startswith(COLLECTION_PREFIX) for p in root.iterdir())):
             # Passages are recorded but the embedded index that held them is gone (deleted, or written by
             # an earlier engine: qdrant-client's local mode, under <data_dir>/qdrant): index from the start.
@@ -340,10 +348,10 @@ class SearchProjection:
         elif indexed:
             # Loading the model takes seconds: a help center in use starts loading it now, in the
             # background, so start-up stays fast and the first change or query does not wait for it.
-            threading.Thread(target=embedder_for, args=(self.settings,), name="embedder-warm-up", daemon=True).start()
+            threading.Thread(target=embedder_for, args=(self.config,), name="embedder-warm-up", daemon=True).start()
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
-        await asyncio.to_thread(lambda: index_for(self.settings).drop_all())
+        await asyncio.to_thread(lambda: index_for(self.config).drop_all())
         await conn.execute("DROP TABLE IF EXISTS search_passages")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
@@ -373,8 +381,8 @@ class SearchProjection:
             added.setdefault(collection_name(state.website_id, state.locale), []).append(
                 (state.document_id, n, vector))
         if removed or added:
-            dim = embedder_for(self.settings).dim if added else 0
-            await asyncio.to_thread(index_for(self.settings).replace, removed, added, dim)
+            dim = embedder_for(self.config).dim if added else 0
+            await asyncio.to_thread(index_for(self.config).replace, removed, added, dim)
         if passages:
             async with conn.cursor() as cur:
                 await cur.executemany(
@@ -385,7 +393,7 @@ class SearchProjection:
     def _embed(self, states: list[ev.DocumentState]) -> list[tuple[ev.DocumentState, int, str, list[float]]]:
         if not states:
             return []
-        embedder = embedder_for(self.settings)
+        embedder = embedder_for(self.config)
         split = [(state, n, text) for state in states
                  for n, text in enumerate(split_passages(embedder, state.title, state.content))]
         inputs = [passage_input(state.title, text) for state, _, text in split]

@@ -14,15 +14,14 @@ from litestar import Litestar, Request
 from litestar.routes import HTTPRoute
 from litestar.utils import normalize_path
 
-from mcp_server.pages import CONSENT_PATH, HEADERS as PAGE_HEADERS, refusal
-from mcp_server.service import PATHS as MCP_PATHS
 from readapi import cors
 from readapi.auth import identify
 from readapi.clientaddress import TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
-from readapi.ratelimit import SIGN_IN_PATHS, Decision, RateLimiter, bucket_for, policy_for, sign_in_limit
+from readapi.mounted import MountedApp
+from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for, sign_in_limit
 from readapi.services import Services
 
 log = logging.getLogger("parley.api")
@@ -35,9 +34,9 @@ SANDBOX_PREFIX = "/api/sandbox/"  # keyless: a credential sent there is ignored,
 
 
 class ContractMiddleware:
-    def __init__(self, app: Litestar, services: Services, mcp=None):
+    def __init__(self, app: Litestar, services: Services, mounted: MountedApp | None = None):
         self.app = app
-        self.mcp = mcp  # the MCP server and its OAuth endpoints, which answer the exact paths MCP_PATHS
+        self.mounted = mounted  # the MCP server and its OAuth endpoints, which answer their exact paths
         self.settings = services.settings
         self.limiter = RateLimiter(services.pool)
         self.proxies = TrustedProxies(services.settings.trusted_proxies)
@@ -81,9 +80,10 @@ class ContractMiddleware:
             stamped.extend(decision.headers())
             if not decision.allowed:
                 detail = f"more than {decision.policy.quota} requests in a minute; retry in {decision.reset_seconds} s"
-                if scope["path"] == CONSENT_PATH:  # a person at the sign-in form: a page, not JSON
-                    return await _refuse_page(send_stamped, 429, refusal(
-                        "Too many sign-in attempts", f"This address made {detail}."))
+                page = self.mounted and self.mounted.refusal_page(
+                    scope["path"], "Too many sign-in attempts", f"This address made {detail}.")
+                if page:  # a person at a sign-in form: a page, not JSON
+                    return await _refuse_page(send_stamped, 429, *page)
                 return await _refuse(send_stamped, 429, detail)
         headers = dict(scope["headers"])
         requested = headers.get(b"api-version", API_VERSION.encode()).decode("latin-1").strip()
@@ -101,8 +101,8 @@ class ContractMiddleware:
             # PostgreSQL text cannot hold it: a filter or an id naming it could only fail
             return await _refuse(send_stamped, 400, "a URL cannot contain U+0000 (NUL)",
                                  next((k for k, v in parameters if "\x00" in v and "\x00" not in k), None))
-        if self.mcp is not None and scope["path"] in MCP_PATHS:
-            return await self.mcp(scope, receive, send_stamped)
+        if self.mounted is not None and scope["path"] in self.mounted.paths:
+            return await self.mounted(scope, receive, send_stamped)
         await self.app(scope, receive, send_stamped)
 
     def _route_of(self, scope):
@@ -113,7 +113,7 @@ class ContractMiddleware:
             return None
 
     def _signs_in(self, scope) -> bool:
-        return self.mcp is not None and scope["method"] == "POST" and scope["path"] in SIGN_IN_PATHS
+        return self.mounted is not None and scope["method"] == "POST" and scope["path"] in self.mounted.sign_in_paths
 
     async def _count(self, scope, receive) -> Decision:
         """Counts the request against its credential's limit, or its client address's without one; a
@@ -135,11 +135,11 @@ async def _preflight(send, origin: bytes) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-async def _refuse_page(send, status: int, page: str) -> None:
+async def _refuse_page(send, status: int, page: str, headers: dict[str, str]) -> None:
     body = page.encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-                            *[(k.lower().encode(), v.encode()) for k, v in PAGE_HEADERS.items()]]})
+                            *[(k.lower().encode(), v.encode()) for k, v in headers.items()]]})
     await send({"type": "http.response.body", "body": body})
 
 

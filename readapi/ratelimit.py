@@ -20,9 +20,9 @@ from datetime import timedelta
 from psycopg_pool import AsyncConnectionPool
 
 from commands.principal import Principal
-from parley.settings import Settings
 from projections.runner import lock_key
 from readapi.clientaddress import limit_key
+from readapi.services import ApiSettings
 
 WINDOW_SECONDS = 60
 LEASE_FRACTION = 10  # a lease takes at most 1/LEASE_FRACTION of what is left of the window
@@ -64,7 +64,7 @@ class Decision:
         return headers
 
 
-def policy_for(principal: Principal | None, settings: Settings) -> Policy:
+def policy_for(principal: Principal | None, settings: ApiSettings) -> Policy:
     """An API key's own rate or the API-key default; the operator default; anonymous for the rest (no
     or an invalid credential, the sandbox) and for a visitor's chat session."""
     if principal is None:
@@ -76,11 +76,7 @@ def policy_for(principal: Principal | None, settings: Settings) -> Policy:
     return Policy("chat", settings.rate_anonymous_per_minute)
 
 
-# POSTed a password, a code or a refresh token to try: counted per client address, whatever it presents
-SIGN_IN_PATHS = frozenset({"/oauth/consent", "/oauth/token", "/oauth/register", "/oauth/revoke"})
-
-
-def sign_in_limit(client_address: str, settings: Settings) -> tuple[str, Policy]:
+def sign_in_limit(client_address: str, settings: ApiSettings) -> tuple[str, Policy]:
     """The bucket and policy of a POST to the OAuth endpoints, apart from the /api/ buckets: a guesser
     at the sign-in form spends their own address's budget, and nobody else's."""
     return f"signin:{limit_key(client_address)}", Policy("signin", settings.rate_signin_per_minute)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, TypeVar
+from datetime import datetime
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 import msgspec
 from litestar import Request, Response
@@ -13,8 +16,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
 from commands.errors import Invalid
+from commands.streams import now
+from events.live import Channel, LiveFrame
+from projections.search import SearchConfig
 from events.store import JSON_NUL, EventStore
-from parley.settings import Settings
 from readapi.consistency import PositionWatch
 from readapi.credentials import KnownCredentials
 from readapi.unavailable import Unavailable
@@ -23,15 +28,70 @@ T = TypeVar("T")
 POSITION_HEADER = "Parley-Position"
 
 
+@dataclass(frozen=True)
+class ApiSettings:
+    """What the API (and the MCP server it serves) is told by the composition root; the names and meanings
+    are the `PARLEY_*` variables' (docs/configuration.md)."""
+
+    search: SearchConfig = SearchConfig(Path(".parley"))
+    database_wait_seconds: float = 2.0
+    max_body_bytes: int = 1_048_576
+    rate_apikey_per_minute: int = 600
+    rate_operator_per_minute: int = 1200
+    rate_anonymous_per_minute: int = 60
+    rate_signin_per_minute: int = 30
+    trusted_proxies: str = ""
+    sandbox_job_seconds: float = 2.0
+    webhook_allow_private: bool = False
+    public_url: str = ""
+    mcp_allowed_hosts: str = ""
+    mcp_allowed_origins: str = ""
+
+
+class ConversationFacts(Protocol):
+    org_id: uuid.UUID
+    customer_id: uuid.UUID
+    operator_only: bool
+
+
+class LiveHub(Protocol):
+    """The process's realtime fan-out (delivery/realtime.py's `Hub`), as the SSE routes use it."""
+
+    closed: bool  # the server is stopping: followers end their streams
+
+    def open(self, channel: Channel, after: int | None) -> None: ...
+
+    def close(self, channel: Channel) -> None: ...
+
+    def frames(self, channel: Channel, after: int | None) -> AsyncIterator[bytes]: ...
+
+    async def publish(self, live: LiveFrame) -> None: ...
+
+    async def wait_past(self, position: int, timeout: float) -> None: ...
+
+    async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None: ...
+
+
+class VisitorPresence(Protocol):
+    """Who is online: a visitor with an open realtime stream (delivery/realtime.py's `Presence`)."""
+
+    async def opened(self, connection_id: uuid.UUID, customer_id: uuid.UUID, org_id: uuid.UUID,
+                     website_id: uuid.UUID) -> None: ...
+
+    def closed(self, connection_id: uuid.UUID) -> None: ...
+
+
 @dataclass
 class Services:
-    settings: Settings
+    settings: ApiSettings
     store: EventStore
     pool: AsyncConnectionPool
     watch: PositionWatch
     nats_url: str = ""
+    hub: LiveHub | None = None
+    presence: VisitorPresence | None = None
+    clock: Callable[[], datetime] = now  # the wall clock; tests of time-dependent answers substitute it
     credentials: KnownCredentials = field(default_factory=KnownCredentials)
-    extras: dict[str, Any] = field(default_factory=dict)
     base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
 
 

@@ -12,7 +12,9 @@ import httpx
 
 from parley.runtime import Runtime
 from parley.settings import Settings
+from mcp_server.service import McpService
 from readapi.app import create_app
+from readapi.services import Services
 
 T = TypeVar("T")
 
@@ -28,14 +30,14 @@ class InProcessApi:
         self.app = self.run(self.runtime.create_app())
 
     @property
-    def extras(self) -> dict[str, Any]:
-        return self.runtime.services.extras
+    def services(self) -> Services:
+        return self.runtime.services
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(60)
 
     def app_with(self, extra_routes: Sequence) -> Any:
-        return create_app(self.runtime.services, extra_routes)
+        return create_app(self.runtime.services, McpService(self.runtime.services), extra_routes)
 
     def request(self, method: str, path: str, app: Any = None, **kwargs: Any) -> httpx.Response:
         async def send() -> httpx.Response:

@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import make_server
 from tests.inprocess import InProcessApi
-from readapi.routes.sandbox import CLOCK, SANDBOX_DOCUMENTS, SUMMARY
+from commands.streams import now
+from readapi.routes.sandbox import SANDBOX_DOCUMENTS, SUMMARY
 
 JOBS = "/api/sandbox/documentsummaryjobs"
 
@@ -84,7 +85,7 @@ def test_the_job_runs_then_succeeds_two_seconds_after_creation(api):
                                   (uuid.UUID(created.json()["_id"]),)).fetchone()[0]
 
     def state_at(seconds_after_creation: float) -> dict:
-        api.extras[CLOCK] = lambda: created_at + timedelta(seconds=seconds_after_creation)
+        api.services.clock = lambda: created_at + timedelta(seconds=seconds_after_creation)
         response = api.request("GET", job_url)
         assert response.status_code == 200
         return response.json()
@@ -95,17 +96,17 @@ def test_the_job_runs_then_succeeds_two_seconds_after_creation(api):
         assert state_at(2) == {"_id": created.json()["_id"], "status": "succeeded", "summary": SUMMARY}
         assert state_at(3600) == state_at(2)
     finally:
-        del api.extras[CLOCK]
+        api.services.clock = now
 
 
 def test_the_summary_is_the_same_for_every_job(api):
     later = datetime.now(timezone.utc) + timedelta(seconds=10)
-    api.extras[CLOCK] = lambda: later
+    api.services.clock = lambda: later
     try:
         summaries = {api.request("GET", api.request("POST", JOBS).headers["Location"]).json()["summary"]
                      for _ in range(3)}
     finally:
-        del api.extras[CLOCK]
+        api.services.clock = now
     assert summaries == {SUMMARY}
     assert SUMMARY.startswith(f"{len(SANDBOX_DOCUMENTS)} help documents in 4 locales (de, en, es, fr)")
 

@@ -25,9 +25,8 @@ from commands.documents import LOCALE
 from commands.errors import Invalid
 from commands.principal import Principal
 from events.ids import parse_id
-from parley.settings import Settings
 from projections.documents import text_search_config
-from projections.search import SENTENCE_BREAK, collection_name, embedder_for, index_for, plain_text
+from projections.search import SENTENCE_BREAK, SearchConfig, collection_name, embedder_for, index_for, plain_text
 
 Mode = Literal["hybrid", "vector", "lexical"]
 # Smaller than the customary 60: a 10-result list is judged by its top ranks (on the evaluation set,
@@ -82,13 +81,13 @@ async def _websites(conn: psycopg.AsyncConnection, principal: Principal, request
     return [row[0] for row in rows]
 
 
-def _nearest(settings: Settings, query: str, locale: str, websites: Future) -> dict[uuid.UUID, int]:
+def _nearest(search: SearchConfig, query: str, locale: str, websites: Future) -> dict[uuid.UUID, int]:
     """Documents in order of their best passage: document id -> best passage number.
 
     Runs in a worker thread: the model releases the GIL while it works, and a Qdrant server is a network
     call. The websites to search arrive (from the event loop) while the model works."""
-    vector = embedder_for(settings).embed_query(query)
-    index = index_for(settings)
+    vector = embedder_for(search).embed_query(query)
+    index = index_for(search)
     searched = websites.result()
     hits = [hit for website in searched for hit in index.query(collection_name(website, locale), vector, CANDIDATES)]
     if len(searched) > 1:  # merge the websites' rankings
@@ -160,7 +159,7 @@ def snippet(passage: str, query: str) -> str:
     return text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
 
 
-async def search_documents(conn: psycopg.AsyncConnection, settings: Settings, principal: Principal,
+async def search_documents(conn: psycopg.AsyncConnection, search: SearchConfig, principal: Principal,
                            params: Mapping[str, str], mode: Mode = "hybrid") -> list[Match]:
     """GET /api/documents/search: published documents of the caller's websites, best first."""
     query, locale = parse_query(params), parse_locale(params)
@@ -174,7 +173,7 @@ async def search_documents(conn: psycopg.AsyncConnection, settings: Settings, pr
     # One hop to a worker thread embeds the query and asks the index, while this connection finds the
     # websites (handed over as soon as known) and PostgreSQL ranks the full-text matches.
     known: Future = Future()
-    nearest = (asyncio.get_running_loop().run_in_executor(None, _nearest, settings, query, locale, known)
+    nearest = (asyncio.get_running_loop().run_in_executor(None, _nearest, search, query, locale, known)
                if mode != "lexical" else None)
     websites: list[uuid.UUID] = []
     try:

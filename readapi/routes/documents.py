@@ -52,7 +52,7 @@ async def _search(request: Request, principal: Principal) -> Response:
     svc = services(request)
     await caught_up(request, SEARCH_READ_MODELS)
     async with svc.pool.connection() as conn:
-        return json_response(await search_documents(conn, svc.settings, principal, request.query_params))
+        return json_response(await search_documents(conn, svc.settings.search, principal, request.query_params))
 
 
 register(Listing("documents", "documents:read", list_documents, READ_MODELS))

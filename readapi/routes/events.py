@@ -24,7 +24,7 @@ from readapi.auth import Auth, authenticate
 from projections.views.collections import parse_bool, parse_int
 from projections.views.history_query import history_filter
 from readapi.openapi import LIMIT, describe, query
-from readapi.routes.realtime import realtime
+
 from readapi.services import services
 
 NDJSON_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -49,7 +49,8 @@ QUERY = (
 async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow: bool) -> AsyncIterator[bytes]:
     """The filter's events up to the store's head as it is now, then, following, whatever commits next;
     a trailer line closes a history that ends (`follow` ends only at `limit`)."""
-    svc, hub = services(request), realtime(request).hub
+    svc = services(request)
+    hub = svc.hub
     reading, after = Reading(last=flt.after), flt.after
     while True:
         async with svc.pool.connection() as conn:

@@ -17,7 +17,7 @@ from litestar.params import FromPath
 from litestar.response import Stream
 
 from commands.errors import Invalid, NotFound
-from delivery.realtime import Channel, LiveFrame, Realtime
+from events.live import Channel, LiveFrame
 from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, authenticate
 from readapi.openapi import describe, header
@@ -47,10 +47,6 @@ class TeamTyping(msgspec.Struct, rename="camel"):
     typing: bool
 
 
-def realtime(request: Request) -> Realtime:
-    return services(request).extras["realtime"]
-
-
 def last_event_id(request: Request) -> int | None:
     raw = request.headers.get("last-event-id")
     if raw is None or raw.strip() == "":
@@ -65,7 +61,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
                  on_close: Callable[[], None] = lambda: None) -> Stream:
     """The SSE response. The channel opens when the body starts, so a client gone before then leaves
     nothing registered; the first bytes it receives mean the channel is open."""
-    hub = realtime(request).hub
+    hub = services(request).hub
     after = last_event_id(request)
 
     async def body() -> AsyncIterator[bytes]:
@@ -103,7 +99,7 @@ async def operator_stream(request: Request) -> Stream:
 async def visitor_stream(request: Request) -> Stream:
     """A visitor holding this stream open is online (the inbox's `online` filter)."""
     principal = await authenticate(request, accept=("chat",))
-    presence = realtime(request).presence
+    presence = services(request).presence
     connection_id = uuid.uuid4()
     return event_stream(
         request, Channel("visitor", principal.org_id, principal.customer_id),
@@ -120,7 +116,7 @@ async def visitor_stream(request: Request) -> Stream:
 async def team_typing(request: Request, conversation_id: FromPath[str]) -> Response:
     principal = await authenticate(request, accept=("operator",))
     body = await decode_body(request, TypingUpdate)
-    hub = realtime(request).hub
+    hub = services(request).hub
     found = parse_id(conversation_id)
     facts = found and await hub.conversation_facts(found)
     if not facts or facts.org_id != principal.org_id:

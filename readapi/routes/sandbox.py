@@ -15,14 +15,12 @@ from litestar.params import FromPath
 
 from commands import sandbox
 from commands.errors import NotFound
-from commands.streams import now
 from events.ids import parse_id
 from readapi.auth import PUBLIC
 from readapi.openapi import ID, describe
 from readapi.services import json_response, run_command, services, written
 
 JOBS_PATH = "/api/sandbox/documentsummaryjobs"
-CLOCK = "clock"  # services.extras key: a `() -> aware datetime` that tests substitute for the wall clock
 
 
 class SandboxDocument(msgspec.Struct):
@@ -92,8 +90,7 @@ async def get_summary_job(request: Request, job_id: FromPath[str]) -> Response:
                                             (parsed,))).fetchone()
     if row is None:
         raise NotFound("no sandbox job has this id", "jobId")
-    clock = svc.extras.get(CLOCK, now)
-    return json_response(job_state(parsed, row[0], clock(), svc.settings.sandbox_job_seconds))
+    return json_response(job_state(parsed, row[0], svc.clock(), svc.settings.sandbox_job_seconds))
 
 
 ROUTES = [list_documents, create_summary_job, get_summary_job]

@@ -13,7 +13,7 @@ from commands import webhooks
 from commands.admin import Created
 from commands.errors import Conflict, NotFound
 from commands.principal import Principal
-from delivery import log as delivery_log
+from projections.views import webhook_deliveries as delivery_log
 from events.ids import parse_id
 from readapi.auth import OPERATOR, authenticate
 from projections.views.collections import (

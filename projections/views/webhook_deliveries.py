@@ -1,4 +1,5 @@
-"""The delivery log: every delivery of a subscription with each of its attempts, and redelivery from it."""
+"""The delivery log: every delivery of a subscription with each of its attempts (the webhooks read model's
+delivery table, which the dispatcher works through), and the redelivery that puts deliveries back in its queue."""
 
 from __future__ import annotations
 

@@ -35,13 +35,13 @@ def _spec(f: msgspec.structs.FieldInfo, tp: Any) -> tuple:
     return f.name, tp
 
 
-def derive(event_type: type[ev.Event], allowed: tuple[str, ...]) -> type[Shape]:
+def _derive(event_type: type[ev.Event], allowed: tuple[str, ...]) -> type[Shape]:
     """The public shape of `event_type`: the fields `allowed` names, in the event's order, named after it."""
     fields = [_spec(f, f.type) for f in msgspec.structs.fields(event_type) if f.name in allowed]
     return msgspec.defstruct(event_type.__name__, fields, bases=(Shape,), module=__name__, frozen=True)
 
 
-SHAPES: dict[type[ev.Event], type[Shape]] = {event_type: derive(event_type, allowed)
+SHAPES: dict[type[ev.Event], type[Shape]] = {event_type: _derive(event_type, allowed)
                                              for event_type, allowed in ev.PUBLIC.items()}
 
 EVENT_NAMES = frozenset(event_type.__name__ for event_type in ev.EVENT_TYPES)

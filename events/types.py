@@ -2,13 +2,17 @@
 
 Each event is a msgspec Struct tagged with its type name; the tag is also the stored topic. Every event
 names the organization it belongs to, so consumers can scope it without loading anything.
+
+What of an event may leave the system (the events API, the exports, the audit trail, time-travel reads)
+is declared on its type with `@public(...)`: the allow-list of its fields that may be shown.
+`events/public.py` derives each type's public shape from it; a type without one never leaves.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import msgspec
 
@@ -18,10 +22,33 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=lam
     at: datetime
 
 
+PUBLIC: dict[type[Event], tuple[str, ...]] = {}
+
+EventClass = TypeVar("EventClass", bound=type[Event])
+
+
+def public(*fields: str) -> Callable[[EventClass], EventClass]:
+    """Names the fields of an event type that may leave the system, by attribute name: never a secret, a
+    hash, a token, a URL that works as a credential. Not inherited: a subclass is private until it says so.
+    A name that is not a field of the type fails the import."""
+    def declare(event_type: EventClass) -> EventClass:
+        unknown = [name for name in fields if name not in event_type.__struct_fields__]
+        if unknown:
+            raise TypeError(f"@public on {event_type.__name__} names {', '.join(unknown)}: not a field of it")
+        if len(set(fields)) != len(fields):
+            raise TypeError(f"@public on {event_type.__name__} names a field twice")
+        PUBLIC[event_type] = fields
+        return event_type
+    return declare
+
+
+@public("name")
 class OrganizationCreated(Event, frozen=True):
     name: str
 
 
+# Not public, on purpose: the store's bookkeeping for unique names (website vanity ids, e-mail addresses,
+# visitors' bindings), and what it names is in the events it guards.
 class NameReserved(Event, frozen=True):
     """Claims a unique name (a website vanity id, an operator e-mail); its stream id is derived from
     the name, so a second claim conflicts in the store."""
@@ -31,6 +58,7 @@ class NameReserved(Event, frozen=True):
     owner_id: uuid.UUID
 
 
+@public("website_id", "name", "brand_color")  # never the identity secret
 class WebsiteCreated(Event, frozen=True):
     website_id: uuid.UUID
     name: str
@@ -38,6 +66,7 @@ class WebsiteCreated(Event, frozen=True):
     identity_secret: str
 
 
+@public("website_id", "brand_color", "allowed_origins")
 class WebsiteUpdated(Event, frozen=True):
     """A website's settings as they are after a change, all of them, so a consumer never loads (an empty
     list of allowed origins allows every origin)."""
@@ -47,6 +76,7 @@ class WebsiteUpdated(Event, frozen=True):
     allowed_origins: list[str]
 
 
+@public("website_id")  # that it happened, never the secret
 class WebsiteIdentitySecretRotated(Event, frozen=True):
     """The website's identity secret was replaced: signatures made with the former one stop verifying."""
 
@@ -54,38 +84,45 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str
 
 
+@public("operator_id", "email")  # never the password hash
 class OperatorCreated(Event, frozen=True):
     operator_id: uuid.UUID
     email: str
     password_hash: str
 
 
+@public("token_id", "operator_id")  # never the token's hash
 class OperatorTokenIssued(Event, frozen=True):
     token_id: uuid.UUID
     operator_id: uuid.UUID
     token_hash: str
 
 
+@public("token_id")
 class OperatorTokenRevoked(Event, frozen=True):
     token_id: uuid.UUID
 
 
+@public("operator_id")  # the organization joined is the event's own org_id
 class OperatorOrgAdded(Event, frozen=True):
     """The operator also belongs to `org_id` (beside the organization it was created in)."""
 
     operator_id: uuid.UUID
 
 
+@public("operator_id")
 class OperatorOrgRemoved(Event, frozen=True):
     operator_id: uuid.UUID
 
 
+@public("operator_id")
 class OperatorSessionsRevoked(Event, frozen=True):
     """Every session of the operator issued before `at` ends: its access tokens and its MCP connections."""
 
     operator_id: uuid.UUID
 
 
+@public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
 class ApiKeyCreated(Event, frozen=True):
     key_id: uuid.UUID
     secret_hash: str
@@ -95,10 +132,12 @@ class ApiKeyCreated(Event, frozen=True):
     name: str | None = None  # what the key is for, as the dashboard lists it
 
 
+@public("key_id")
 class ApiKeyRevoked(Event, frozen=True):
     key_id: uuid.UUID
 
 
+@public("customer_id", "website_id", "email", "nickname", "phone", "language", "user_id")
 class CustomerCreated(Event, frozen=True):
     customer_id: uuid.UUID
     website_id: uuid.UUID
@@ -109,6 +148,7 @@ class CustomerCreated(Event, frozen=True):
     user_id: str | None = None
 
 
+@public("customer_id", "changes")
 class CustomerUpdated(Event, frozen=True):
     customer_id: uuid.UUID
     changes: dict[str, str | None]
@@ -122,6 +162,7 @@ class Actor(msgspec.Struct, frozen=True):
     id: uuid.UUID
 
 
+@public("conversation_id", "website_id", "customer_id", "operator_only", "actor", "metadata")
 class ConversationCreated(Event, frozen=True):
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -131,6 +172,7 @@ class ConversationCreated(Event, frozen=True):
     metadata: dict[str, str] = {}  # what the visitor's page set (`setMetadata`) before it existed
 
 
+@public("conversation_id", "values")
 class ConversationMetadataSet(Event, frozen=True):
     """Extra attributes the visitor's page attached to the conversation (`setMetadata`); a null value
     removes the key."""
@@ -139,6 +181,7 @@ class ConversationMetadataSet(Event, frozen=True):
     values: dict[str, str | None]
 
 
+@public("conversation_id", "resolved", "spam", "actor", "agent_paused", "agent_pause_reason", "handoff")
 class ConversationUpdated(Event, frozen=True):
     """Resolving, reopening, marking or unmarking spam, pausing or resuming the website's AI agent in
     this conversation: only the flags given change. `agent_pause_reason` says why the agent was paused
@@ -153,6 +196,8 @@ class ConversationUpdated(Event, frozen=True):
     handoff: bool = False  # the agent, or its failed run, handed the conversation to the team
 
 
+@public("message_id", "conversation_id", "website_id", "content", "sender", "reply_to", "internal", "operator_id",
+        "campaign_id", "author", "incomplete", "agent_run_id")
 class MessageCreated(Event, frozen=True):
     message_id: uuid.UUID
     conversation_id: uuid.UUID
@@ -169,12 +214,14 @@ class MessageCreated(Event, frozen=True):
     agent_run_id: uuid.UUID | None = None  # the agent run that wrote it
 
 
+@public("message_id", "conversation_id", "actor")
 class MessageRead(Event, frozen=True):
     message_id: uuid.UUID
     conversation_id: uuid.UUID
     actor: Actor | None = None
 
 
+@public("session_id", "website_id", "customer_id")  # never the session token's hash
 class ChatSessionStarted(Event, frozen=True):
     """A visitor's chat-session credential, bound to one customer of one website."""
 
@@ -184,6 +231,7 @@ class ChatSessionStarted(Event, frozen=True):
     token_hash: str
 
 
+@public("customer_id", "values")
 class CustomerMetadataSet(Event, frozen=True):
     """Recorded by earlier versions, when `setMetadata` stored on the customer; no longer written (metadata
     belongs to the conversation now) and read by nothing, but stores hold it, so it stays decodable."""
@@ -192,6 +240,7 @@ class CustomerMetadataSet(Event, frozen=True):
     values: dict[str, str | None]
 
 
+@public("customer_id", "values")
 class MetadataPending(Event, frozen=True):
     """`setMetadata` while the visitor has no open conversation: held on the customer's stream for the
     next conversation the visitor starts (a null value removes a held key)."""
@@ -200,6 +249,7 @@ class MetadataPending(Event, frozen=True):
     values: dict[str, str | None]
 
 
+@public("customer_id", "conversation_id")
 class MetadataPendingTaken(Event, frozen=True):
     """The held metadata went into this conversation's `ConversationCreated`: nothing is held any more."""
 
@@ -219,6 +269,7 @@ class Action(msgspec.Struct, frozen=True, rename="camel"):
     description: str
 
 
+@public("context_id", "session_id", "website_id", "customer_id", "readables", "actions")
 class ChatContextSet(Event, frozen=True):
     """The page context a visitor's widget exposes to the AI agent, whole: it replaces the session's
     earlier set. Each set is a stream of its own, so setting one never reads the older ones."""
@@ -231,6 +282,7 @@ class ChatContextSet(Event, frozen=True):
     actions: tuple[Action, ...]
 
 
+@public("message_id", "conversation_id", "rating", "sender", "operator_id")
 class MessageRated(Event, frozen=True):
     message_id: uuid.UUID
     conversation_id: uuid.UUID
@@ -245,6 +297,7 @@ class Reaction(msgspec.Struct, frozen=True, rename={"sender": "from", "person_id
     person_id: uuid.UUID  # the customer's or the operator's id: one reaction per person
 
 
+@public("message_id", "conversation_id", "sender", "person_id", "emoji", "reactions")
 class MessageReactionsChanged(Event, frozen=True):
     """One person set or cleared their reaction; `reactions` is the message's whole list afterwards."""
 
@@ -261,12 +314,16 @@ class MessageReactionsChanged(Event, frozen=True):
 SANDBOX_ORG_ID = uuid.UUID("00000000-0000-0000-0000-5a4db0c50000")
 
 
+@public("job_id")
 class SandboxJobCreated(Event, frozen=True):
     """A sandbox document-summary job; it succeeds by itself a fixed time after `at`."""
 
     job_id: uuid.UUID
 
 
+# Webhook subscriptions: never the signing secret, and not the URL either: an endpoint's URL often is a
+# credential itself (a path or query token that lets anyone post to it).
+@public("subscription_id", "website_id", "events")
 class WebhookSubscribed(Event, frozen=True):
     subscription_id: uuid.UUID
     website_id: uuid.UUID
@@ -275,6 +332,7 @@ class WebhookSubscribed(Event, frozen=True):
     secret: str  # kept in the clear: every delivery is signed with it
 
 
+@public("subscription_id", "events")
 class WebhookUpdated(Event, frozen=True):
     """Only the fields given change."""
 
@@ -283,19 +341,24 @@ class WebhookUpdated(Event, frozen=True):
     events: list[str] | None = None
 
 
+@public("subscription_id", "reason")
 class WebhookDisabled(Event, frozen=True):
     subscription_id: uuid.UUID
     reason: str
 
 
+@public("subscription_id")
 class WebhookEnabled(Event, frozen=True):
     subscription_id: uuid.UUID
 
 
+@public("subscription_id")
 class WebhookDeleted(Event, frozen=True):
     subscription_id: uuid.UUID
 
 
+# Never the URL: it may carry a token of the agent's own.
+@public("website_id", "enabled", "greeting", "fallback_message")
 class AgentConfigured(Event, frozen=True):
     """A website's AG-UI agent: set or changed (the whole configuration, so a consumer never loads)."""
 
@@ -306,6 +369,7 @@ class AgentConfigured(Event, frozen=True):
     fallback_message: str | None
 
 
+@public("website_id")  # that it happened, never the secret
 class AgentSecretSet(Event, frozen=True):
     """The bearer secret sent to the agent on each call: made when the agent is first configured, and on
     each rotation. Kept in the clear: every call carries it."""
@@ -314,10 +378,12 @@ class AgentSecretSet(Event, frozen=True):
     secret: str
 
 
+@public("website_id")
 class AgentRemoved(Event, frozen=True):
     website_id: uuid.UUID
 
 
+@public("conversation_id", "website_id", "customer_id", "agent_run_id", "tool_call_id", "name", "arguments")
 class AgentActionOffered(Event, frozen=True):
     """The agent offered one of the visitor's actions (an AG-UI tool call) in a run."""
 
@@ -330,6 +396,7 @@ class AgentActionOffered(Event, frozen=True):
     arguments: str  # JSON text, as the agent streamed it
 
 
+@public("conversation_id", "website_id", "tool_call_id", "content")
 class AgentActionResult(Event, frozen=True):
     """The visitor ran an offered action; the result goes to the agent in a follow-up run."""
 
@@ -339,6 +406,7 @@ class AgentActionResult(Event, frozen=True):
     content: str
 
 
+@public("agent_run_id", "conversation_id", "website_id", "reply_to", "outcome", "error_class", "error")
 class AgentRunEnded(Event, frozen=True):
     """One agent run's outcome. `outcome` is succeeded or failed; a failure's `error_class` is one of
     unreachable, refused, timed_out, protocol_error, run_error (and `error` says more)."""
@@ -364,14 +432,17 @@ class DocumentState(Event, frozen=True):
     content: str
 
 
+@public("document_id", "website_id", "title", "locale", "category", "published", "content", "source")
 class DocumentCreated(DocumentState, frozen=True):
     source: str | None = None  # the imported file's path, which re-imports find it by
 
 
+@public("document_id", "website_id", "title", "locale", "category", "published", "content")
 class DocumentUpdated(DocumentState, frozen=True):
     pass
 
 
+@public("document_id", "website_id")
 class DocumentDeleted(Event, frozen=True):
     document_id: uuid.UUID
     website_id: uuid.UUID
@@ -399,30 +470,36 @@ class CampaignContent(Event, frozen=True):
     audience: Audience
 
 
+@public("campaign_id", "website_id", "name", "content", "audience")
 class CampaignCreated(CampaignContent, frozen=True):
     pass
 
 
+@public("campaign_id", "website_id", "name", "content", "audience")
 class CampaignUpdated(CampaignContent, frozen=True):
     pass
 
 
+@public("campaign_id", "website_id")
 class CampaignDeleted(Event, frozen=True):
     campaign_id: uuid.UUID
     website_id: uuid.UUID
 
 
+@public("campaign_id", "scheduled_at")
 class CampaignScheduled(Event, frozen=True):
     campaign_id: uuid.UUID
     scheduled_at: datetime
 
 
+@public("campaign_id")
 class CampaignStarted(Event, frozen=True):
     """The send began (now, or at its scheduled time); the sender resolves the audience next."""
 
     campaign_id: uuid.UUID
 
 
+@public("campaign_id", "part", "total", "customer_ids")  # customer ids only, as conversation events show them
 class CampaignRecipients(Event, frozen=True):
     """One part of the audience, resolved once when the send starts: the recipients in the order they are
     sent to. All parts are appended together; a part is kept small enough for one stream message."""
@@ -433,6 +510,7 @@ class CampaignRecipients(Event, frozen=True):
     customer_ids: tuple[uuid.UUID, ...]
 
 
+@public("campaign_id", "first", "count")
 class CampaignBatchSent(Event, frozen=True):
     """Recipients `first` .. `first + count - 1` got the campaign, appended with their conversations and
     messages in one transaction at the campaign's next version: a batch is recorded once or not at all."""
@@ -442,11 +520,13 @@ class CampaignBatchSent(Event, frozen=True):
     count: int
 
 
+@public("campaign_id", "sent")
 class CampaignCompleted(Event, frozen=True):
     campaign_id: uuid.UUID
     sent: int
 
 
+@public("campaign_id")
 class CampaignCancelled(Event, frozen=True):
     campaign_id: uuid.UUID
 

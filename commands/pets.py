@@ -1,9 +1,10 @@
 """The pet artwork format the mascot draws (contract: "Pet artwork rules"), and its validator.
 
-One atlas of 8 columns x 11 rows of 192x208 cells (1536x2288), transparent PNG or lossless WebP. Rows 0-8
-are the states below, each with its frame count (the open "pets" format's convention, which mascot.js
-plays); rows 9-10 hold 16 look directions, clockwise from up in 22.5-degree steps. Every cell past a
-row's frames is fully transparent. The manifest, pet.json, names the atlas and says spriteVersionNumber 2.
+One atlas of 8 columns x 11 rows of 192x208 cells (1536x2288), transparent PNG or lossless WebP, with the
+numbers of web/pets/atlas.json. Rows 0-8 are the states, each with its frame count (the open "pets"
+format's convention, which mascot.js plays); rows 9-10 hold 16 look directions, clockwise from up in
+22.5-degree steps. Every cell past a row's frames is fully transparent. The manifest, pet.json, names the
+atlas and says spriteVersionNumber 2.
 """
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ import io
 import json
 from pathlib import Path
 
-COLUMNS, ROWS = 8, 11
-CELL_WIDTH, CELL_HEIGHT = 192, 208
+# The format's numbers live in one data file that the browser reads too (mascot.js, the dashboard).
+ATLAS_FORMAT_FILE = Path(__file__).resolve().parents[1] / "web" / "pets" / "atlas.json"
+ATLAS_FORMAT = json.loads(ATLAS_FORMAT_FILE.read_text())
+
+COLUMNS, ROWS = ATLAS_FORMAT["columns"], ATLAS_FORMAT["rows"]
+CELL_WIDTH, CELL_HEIGHT = ATLAS_FORMAT["cellWidth"], ATLAS_FORMAT["cellHeight"]
 WIDTH, HEIGHT = COLUMNS * CELL_WIDTH, ROWS * CELL_HEIGHT
 # (state, frames) by row
-STATES = (("idle", 6), ("running-right", 8), ("running-left", 8), ("waving", 4), ("jumping", 5), ("failed", 8),
-          ("waiting", 6), ("running", 6), ("review", 6))
-LOOK_ROWS = (9, 10)
-MANIFEST_FIELDS = ("id", "displayName", "description", "spriteVersionNumber", "spritesheetPath")
+STATES = tuple((name, state["frames"])
+               for name, state in sorted(ATLAS_FORMAT["states"].items(), key=lambda item: item[1]["row"]))
+LOOK_ROWS = tuple(ATLAS_FORMAT["lookRows"])
+MANIFEST_FIELDS = tuple(ATLAS_FORMAT["manifestFields"])
+SPRITE_VERSION = ATLAS_FORMAT["spriteVersionNumber"]
 
 
 def frames_in_row(row: int) -> int:
@@ -62,8 +68,8 @@ def validate(path: Path) -> list[str]:
         if not isinstance(manifest, dict):
             return [f"{path}: the manifest is not a JSON object"]
         failures += [f"manifest: {name} is missing" for name in MANIFEST_FIELDS if name not in manifest]
-        if manifest.get("spriteVersionNumber", 2) != 2:
-            failures.append(f"manifest: spriteVersionNumber is {manifest['spriteVersionNumber']!r}, not 2")
+        if manifest.get("spriteVersionNumber", SPRITE_VERSION) != SPRITE_VERSION:
+            failures.append(f"manifest: spriteVersionNumber is {manifest['spriteVersionNumber']!r}, not {SPRITE_VERSION}")
         sheet = manifest.get("spritesheetPath")
         if not isinstance(sheet, str):
             return failures + ["manifest: spritesheetPath does not name the atlas"]

@@ -3,20 +3,24 @@
 //   <script>window.$parley = []; window.PARLEY_WEBSITE_ID = "…";
 //           window.PARLEY_MASCOT = {websiteId: "…", brandColor: "#4f46e5", pet: {id, name, spritesheet}};</script>
 //   <script async src="{base_url}/mascot.js"></script>
-// The pet is an atlas of 8 x 11 cells of 192x208 (commands/pets.py): rows 0-8 are states, 9-10 look directions.
+// The pet is an atlas of 8 x 11 cells of 192x208 (pets/atlas.json, fetched with the core): rows 0-8 are
+// states, 9-10 look directions.
 (function () {
   "use strict";
   var script = document.currentScript;
   var base = script.src.replace(/\/mascot\.js(?:[?#].*)?$/, "");
-  import(base + "/parley-core.js").then(function (module) { mount(module, module.parley(base)); }, function (error) {
+  var format = fetch(base + "/pets/atlas.json").then(function (response) { return response.json(); });
+  Promise.all([import(base + "/parley-core.js"), format]).then(function (loaded) {
+    mount(loaded[0], loaded[0].parley(base), loaded[1]);
+  }, function (error) {
     console.warn("[parley] the mascot could not load: " + error.message);
   });
 
   var SHOWN = 0.5, DEAD_ZONE = 60;
 
-  function mount(module, core) {
+  function mount(module, core, PET) {
     var h = module.h;
-    var PET = module.PET, STATES = PET.states, LAST_MS = PET.lastMs, CELL_W = PET.cellWidth, CELL_H = PET.cellHeight;
+    var STATES = PET.states, LAST_MS = PET.lastFrameMs, CELL_W = PET.cellWidth, CELL_H = PET.cellHeight;
     var ATLAS_W = CELL_W * PET.columns, ATLAS_H = CELL_H * PET.rows;
     var CSS = [
       // bottom left: the widget's launcher holds the bottom right when both are on a page
@@ -41,11 +45,11 @@
       "aria-label": "Chat with " + name, onclick: function () { toggle(); } });
     var chat = module.chatView(core, true);
     var bubble = h("div", { class: "bubble", id: "parley-bubble", role: "dialog", "aria-labelledby": "parley-bubble-title", hidden: true },
-      h("header", null, h("h2", { id: "parley-bubble-title", text: name }),
-        h("button", { type: "button", "aria-label": "Close chat", text: "\u2715", onclick: function () { toggle(false); } })),
+      h("header", null, h("h2", { id: "parley-bubble-title" }, name),
+        h("button", { type: "button", "aria-label": "Close chat", onclick: function () { toggle(false); } }, "\u2715")),
       chat.root);
     var root = h("div", { class: "root" }, bubble, sprite);
-    shadow.append(h("style", { text: module.BASE_CSS + CSS }), root);
+    shadow.append(h("style", null, module.BASE_CSS + CSS), root);
 
     // --- the artwork: the configured atlas, or the default pet when it does not load or has the wrong size
     var DEFAULT = base + "/pets/default/spritesheet.png";
@@ -84,13 +88,13 @@
       step();
     }
     function step() {
-      var s = STATES[state], last = frame === s[1] - 1;
-      var ms = last ? LAST_MS : s[2];
-      show(s[0], frame, ms);
+      var s = STATES[state], last = frame === s.frames - 1;
+      var ms = last ? LAST_MS : s.frameMs;
+      show(s.row, frame, ms);
       if (reduced) return;  // idle frame 0, still
       timer = setTimeout(function () {
         if (!last) frame += 1;
-        else if (s[3]) frame = 0;
+        else if (s.loops) frame = 0;
         else return play("idle");
         step();
       }, ms);
@@ -111,7 +115,7 @@
       clearTimeout(timer);
       looking = index;
       sprite.setAttribute("data-look", String(index));
-      show(9 + Math.floor(index / 8), index % 8, 0);
+      show(PET.lookRows[Math.floor(index / 8)], index % 8, 0);
     }, { passive: true });
 
     // --- the moments of a conversation

@@ -37,7 +37,7 @@
     var host = document.createElement("div");
     host.setAttribute("data-parley", "widget");
     var shadow = host.attachShadow({ mode: "open" });
-    var style = h("style", { text: module.BASE_CSS + CSS });
+    var style = h("style", null, module.BASE_CSS + CSS);
     var icon = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     icon.setAttribute("viewBox", "0 0 24 24");
     icon.setAttribute("aria-hidden", "true");
@@ -48,8 +48,8 @@
     var launcher = h("button", { type: "button", class: "launcher", "aria-expanded": "false", "aria-controls": "parley-panel",
       onclick: function () { core.setOpen(!core.state.open); } }, icon, badge);
     var chat = module.chatView(core, false);
-    var title = h("h2", { id: "parley-title", text: "Chat with us" });
-    var helpButton = h("button", { type: "button", text: "Help", "aria-pressed": "false", onclick: function () { showHelp(help.hidden); } });
+    var title = h("h2", { id: "parley-title" }, "Chat with us");
+    var helpButton = h("button", { type: "button", "aria-pressed": "false", onclick: function () { showHelp(help.hidden); } }, "Help");
     var query = h("input", { type: "search", id: "parley-query", placeholder: "Search our help articles" });
     var results = h("ul", { class: "results", "aria-label": "Help articles" });
     var doc = h("article", { class: "doc", hidden: true });
@@ -57,12 +57,12 @@
       h("form", { role: "search", onsubmit: function (event) {
         event.preventDefault();
         if (query.value.trim()) window.$parley.push(["searchDocuments", query.value.trim()]);
-      } }, h("label", { for: "parley-query", class: "visually-hidden", text: "Search help" }), query,
-        h("button", { type: "submit", class: "send", text: "Search" })),
+      } }, h("label", { for: "parley-query", class: "visually-hidden" }, "Search help"), query,
+        h("button", { type: "submit", class: "send" }, "Search")),
       results, doc);
     var panel = h("div", { class: "panel", id: "parley-panel", role: "dialog", "aria-labelledby": "parley-title", hidden: true },
       h("div", { class: "head" }, title, helpButton,
-        h("button", { type: "button", "aria-label": "Close chat", text: "\u2715", onclick: function () { core.setOpen(false); } })),
+        h("button", { type: "button", "aria-label": "Close chat", onclick: function () { core.setOpen(false); } }, "\u2715")),
       chat.root, help);
     var root = h("div", { class: "root" }, panel, launcher);
     shadow.append(style, root);
@@ -77,9 +77,9 @@
 
     function openDocument(match) {
       core.document(match._id).then(function (d) {
-        doc.replaceChildren(h("button", { type: "button", text: "\u2190 Back to results", onclick: function () {
-          doc.hidden = true; results.hidden = false; results.focus(); } }),
-          h("h3", { text: d.title }), h("p", { text: d.content }));
+        doc.replaceChildren(h("button", { type: "button", onclick: function () {
+          doc.hidden = true; results.hidden = false; results.focus(); } }, "\u2190 Back to results"),
+          h("h3", null, d.title), h("p", null, d.content));
         results.hidden = true;
         doc.hidden = false;
         doc.firstChild.focus();
@@ -91,8 +91,8 @@
       query.value = found.query;
       results.replaceChildren.apply(results, found.results.length ? found.results.map(function (match) {
         return h("li", null, h("button", { type: "button", onclick: function () { openDocument(match); } },
-          h("strong", { text: match.title }), h("span", { text: match.snippet })));
-      }) : [h("li", { class: "empty", text: "No article matches \u201C" + found.query + "\u201D." })]);
+          h("strong", null, match.title), h("span", null, match.snippet)));
+      }) : [h("li", { class: "empty" }, "No article matches \u201C" + found.query + "\u201D.")]);
       results.hidden = false;
       doc.hidden = true;
       if (help.hidden) showHelp(true);

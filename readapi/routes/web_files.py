@@ -42,13 +42,15 @@ DASHBOARD_HEADERS = {
 }
 
 
-def web_file(relative: str, request: Request, *, cross_origin: bool = False,
+def web_file(relative: str, request: Request, *, within: str = "", cross_origin: bool = False,
              extra_headers: dict[str, str] | None = None) -> Response:
-    """One file under web/, revalidated by its ETag on every use, so a changed file is seen at once.
+    """One file under web/ (and under its folder `within`), revalidated by its ETag on every use, so a
+    changed file is seen at once.
 
-    `cross_origin` lets pages on other sites read it (a pet atlas a mascot draws onto a canvas)."""
+    `cross_origin` lets pages on other sites read it (a pet atlas a mascot draws onto a canvas, the
+    modules the widget and the mascot import)."""
     path = (WEB_ROOT / relative).resolve()
-    if not path.is_relative_to(WEB_ROOT) or not path.is_file() or path.suffix not in CONTENT_TYPES:
+    if not path.is_relative_to(WEB_ROOT / within) or not path.is_file() or path.suffix not in CONTENT_TYPES:
         return problem(404, f"no file /{relative}")
     body = path.read_bytes()
     etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
@@ -82,6 +84,13 @@ async def core_script(request: Request) -> Response:
 
 
 @BROWSER_CODE
+@get("/core/{path:path}")
+async def core_module(request: Request, path: FromPath[str]) -> Response:
+    """The parts parley-core.js imports (the session and its transport, the chat view, the styles)."""
+    return web_file("core/" + path.lstrip("/"), request, within="core", cross_origin=True)
+
+
+@BROWSER_CODE
 @get("/mascot.js")
 async def mascot_script(request: Request) -> Response:
     return web_file("mascot.js", request)
@@ -90,17 +99,20 @@ async def mascot_script(request: Request) -> Response:
 @BROWSER_CODE
 @get("/pets/{path:path}")
 async def pet_file(request: Request, path: FromPath[str]) -> Response:
-    return web_file("pets/" + path.lstrip("/"), request, cross_origin=True)
+    return web_file("pets/" + path.lstrip("/"), request, within="pets", cross_origin=True)
 
 
 @BROWSER_CODE
 @get(["/app", "/app/{path:path}"])
 async def dashboard_file(request: Request, path: FromPath[str] = "/") -> Response:
-    """The dashboard is one page that routes in the browser: a path that is not a file is that page."""
+    """The dashboard is one page that routes in the browser: a path that is not a file is that page.
+
+    Its element builder, dom.js, is the visitor chat's too: parley-core.js imports it from other sites."""
     relative = path.lstrip("/")
     if relative and (WEB_ROOT / "app" / relative).resolve().is_file():
-        return web_file("app/" + relative, request, extra_headers=DASHBOARD_HEADERS)
-    return web_file("app/index.html", request, extra_headers=DASHBOARD_HEADERS)
+        return web_file("app/" + relative, request, within="app", cross_origin=relative == "dom.js",
+                        extra_headers=DASHBOARD_HEADERS)
+    return web_file("app/index.html", request, within="app", extra_headers=DASHBOARD_HEADERS)
 
 
-ROUTES = [root, widget_script, core_script, mascot_script, pet_file, dashboard_file]
+ROUTES = [root, widget_script, core_script, core_module, mascot_script, pet_file, dashboard_file]

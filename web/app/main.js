@@ -1,8 +1,8 @@
-// The dashboard's shell: sign-in, the navigation, the website picker and the one realtime connection
-// every page listens to. Pages are web components, loaded when first visited; routing is by path under
-// /app/ (the server answers index.html for every one of them).
+// The dashboard's entry and shell: sign-in, the navigation, the website picker and the one realtime
+// connection every page listens to. Pages are web components (page.js), loaded when first visited; routing
+// is by path under /app/ (the server answers index.html for every one of them). Nothing imports this file.
 
-import {api, get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
+import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
 
 const PAGES = {
@@ -139,26 +139,3 @@ class ParleyApp extends HTMLElement {
 }
 
 customElements.define("parley-app", ParleyApp);
-
-/** What every page shares: the app, and listening to realtime events for as long as it is on screen. */
-export class Page extends HTMLElement {
-  listen(name, handler) {
-    const wrapped = (event) => handler(event.detail);
-    this.app.bus.addEventListener(name, wrapped);
-    (this.listeners ??= []).push([name, wrapped]);
-  }
-
-  disconnectedCallback() {
-    for (const [name, handler] of this.listeners ?? []) this.app.bus.removeEventListener(name, handler);
-    this.listeners = [];
-  }
-
-  get websiteId() { return this.app.website?._id ?? ""; }
-
-  /** A page for a workspace without any website yet. */
-  noWebsite() {
-    return h("p", {class: "empty"}, "No website yet. ", h("a", {href: "/app/websites"}, "Create one"), " first.");
-  }
-}
-
-export {api, get};

@@ -16,7 +16,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from commands.pets import CELL_HEIGHT, CELL_WIDTH, COLUMNS, HEIGHT, STATES, WIDTH  # noqa: E402
+from commands.pets import CELL_HEIGHT, CELL_WIDTH, COLUMNS, HEIGHT, LOOK_ROWS, SPRITE_VERSION, STATES, WIDTH  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "default"
 SCALE = 2  # drawn at twice the size, then reduced: smooth edges
@@ -131,7 +131,7 @@ def atlas() -> Image.Image:
         rad = math.radians(direction * 22.5)
         look = (math.sin(rad), -math.cos(rad))
         pose = dict(look=look, lean=0.4 * look[0], bounce=2 * -look[1])
-        sheet.paste(cell(pose), ((direction % COLUMNS) * CELL_WIDTH, (9 + direction // COLUMNS) * CELL_HEIGHT))
+        sheet.paste(cell(pose), ((direction % COLUMNS) * CELL_WIDTH, LOOK_ROWS[direction // COLUMNS] * CELL_HEIGHT))
     return sheet
 
 
@@ -139,7 +139,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     atlas().save(OUT / "spritesheet.png", optimize=True)
     manifest = {"id": "default", "displayName": "Pip", "description": "Parley's own pet: a round speech bubble "
-                "that waves, waits, works on replies and jumps when one arrives.", "spriteVersionNumber": 2,
+                "that waves, waits, works on replies and jumps when one arrives.", "spriteVersionNumber": SPRITE_VERSION,
                 "spritesheetPath": "spritesheet.png"}
     (OUT / "pet.json").write_text(json.dumps(manifest, indent=2) + "\n")
 

@@ -1,7 +1,8 @@
 // Campaigns of the chosen website: draft one (message and audience), preview the audience, schedule it,
 // send it now, cancel it; the list shows each one's state and figures.
 
-import {Page, api, get} from "../main.js";
+import {api, get} from "../api.js";
+import {Page} from "../page.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
 
 const words = (text) => text.split(/[\s,]+/).filter(Boolean);

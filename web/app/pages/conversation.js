@@ -4,7 +4,8 @@
 // sent once the operator sees the visitor's latest message, the operator's typing shown to the visitor,
 // and the visitor's profile.
 
-import {Page, api, get} from "../main.js";
+import {api, get} from "../api.js";
+import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time} from "../dom.js";
 

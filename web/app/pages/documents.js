@@ -1,7 +1,8 @@
 // Help documents of the chosen website: list and filter, create, edit, publish or unpublish, delete, and
 // "try the search": what a visitor asking that question would be shown.
 
-import {Page, api, get} from "../main.js";
+import {api, get} from "../api.js";
+import {Page} from "../page.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
 
 class ParleyDocuments extends Page {

@@ -1,7 +1,8 @@
 // The inbox: the website's conversations by tab (with every tab's count), scope and page, kept live from
 // the realtime stream; the open conversation beside it (one column at a phone's width).
 
-import {Page, get} from "../main.js";
+import {get} from "../api.js";
+import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time} from "../dom.js";
 import "./conversation.js";

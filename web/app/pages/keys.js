@@ -1,6 +1,7 @@
 // API keys: create one (name, scopes, pinned website, rate) and see its secret once; list; revoke.
 
-import {Page, api, get} from "../main.js";
+import {api, get} from "../api.js";
+import {Page} from "../page.js";
 import {errorBox, field, h, replace, secretOnce, time} from "../dom.js";
 
 const SCOPES = ["conversations:read", "customers:read", "customers:write", "documents:read", "messages:read",

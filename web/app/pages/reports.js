@@ -2,7 +2,8 @@
 // hours and totals by website, drawn as SVG by the small chart functions below (no library, no build).
 // Each chart also carries its numbers as a table for screen readers.
 
-import {Page, get} from "../main.js";
+import {get} from "../api.js";
+import {Page} from "../page.js";
 import {errorBox, field, h, replace, s} from "../dom.js";
 
 const W = 560, H = 220, PAD = {left: 44, right: 10, top: 12, bottom: 30};

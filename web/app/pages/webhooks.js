@@ -1,7 +1,8 @@
 // Webhook subscriptions of the chosen website: create (the signing secret shown once), edit, enable or
 // disable, delete; and each one's delivery log, with retry and recover.
 
-import {Page, api, get} from "../main.js";
+import {api, get} from "../api.js";
+import {Page} from "../page.js";
 import {errorBox, field, h, replace, secretOnce, time} from "../dom.js";
 
 const EVENTS = ["message.created", "conversation.created", "customer.created"];

@@ -2,9 +2,12 @@
 // demand), the snippets that install the widget and the mascot with the website id filled in, and the
 // mascot's own pet: an atlas previewed as the mascot plays it and judged by POST /api/pets/validate.
 
-import {Page, api} from "../main.js";
+import {api} from "../api.js";
+import {Page} from "../page.js";
 import {copyButton, errorBox, field, h, replace, secretOnce, time} from "../dom.js";
-import {PET} from "/parley-core.js";
+
+// the pet atlas format (web/pets/atlas.json), which commands/pets.py validates and mascot.js plays
+const PET = await (await fetch("/pets/atlas.json")).json();
 
 /** `value` as JavaScript string data that is safe inside an HTML script element too (no `</script>`). */
 const jsString = (value) => JSON.stringify(String(value)).replace(/</g, "\\u003c");
@@ -54,17 +57,17 @@ function petPreview() {
   }}, "Pause");
   let timer = 0, frame = 0, url = null;
   const paint = () => {
-    const [line] = PET.states[row.value];
+    const line = PET.states[row.value].row;
     sprite.style.backgroundPosition = `${-frame * PET.cellWidth}px ${-line * PET.cellHeight}px`;
     sprite.dataset.row = String(line);
     sprite.dataset.frame = String(frame);
   };
   const tick = () => {
     if (!sprite.isConnected) return forget();
-    const [, frames, ms] = PET.states[row.value];
+    const {frames, frameMs} = PET.states[row.value];
     paint();
     if (paused()) return;
-    timer = setTimeout(() => { frame = (frame + 1) % frames; tick(); }, frame === frames - 1 ? PET.lastMs : ms);
+    timer = setTimeout(() => { frame = (frame + 1) % frames; tick(); }, frame === frames - 1 ? PET.lastFrameMs : frameMs);
   };
   function restart() {
     clearTimeout(timer);

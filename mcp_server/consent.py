@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from commands.admin import password_matches
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
+from projections.views.operators import operator_by_email, organizations_of
 from mcp.server.auth.provider import AuthorizeError
 
 COOKIE = "parley_consent"
@@ -92,10 +93,7 @@ class ConsentPage:
 
     async def _organizations(self, operator_id: uuid.UUID) -> list[tuple[uuid.UUID, str]]:
         async with self.pool.connection() as conn:
-            return await (await conn.execute(
-                "SELECT g.id, g.name FROM rm_organizations g WHERE g.id IN ("
-                "SELECT org_id FROM rm_operators WHERE id = %s UNION SELECT org_id FROM rm_operator_orgs "
-                "WHERE operator_id = %s) ORDER BY g.name, g.id", (operator_id, operator_id))).fetchall()
+            return await organizations_of(conn, operator_id)
 
     def _choose(self, request_id: str, csrf: str, client_name: str, params: dict,
                 organizations: list[tuple[uuid.UUID, str]], error: str = "", status: int = 200) -> HTMLResponse:
@@ -159,14 +157,13 @@ class ConsentPage:
     async def _signed_in(self, request_id: str, client_name: str, params: dict, email: str,
                          password: str) -> Response:
         async with self.pool.connection() as conn:
-            row = await (await conn.execute("SELECT id, password_hash FROM rm_operators WHERE email = %s",
-                                            (email.strip().lower(),))).fetchone()
-        if row is None or not await asyncio.to_thread(password_matches, row[1], password):
+            found = await operator_by_email(conn, email)
+        if found is None or not await asyncio.to_thread(password_matches, found.password_hash, password):
             csrf = await self._new_csrf(request_id, None)
             return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
                                  401)
-        csrf = await self._new_csrf(request_id, row[0])
-        return self._choose(request_id, csrf, client_name, params, await self._organizations(row[0]))
+        csrf = await self._new_csrf(request_id, found.id)
+        return self._choose(request_id, csrf, client_name, params, await self._organizations(found.id))
 
     async def _forget(self, request_id: str) -> None:
         async with self.pool.connection() as conn:

@@ -32,6 +32,7 @@ from starlette.requests import Request
 
 from mcp_server.keys import ACCESS_TOKEN_SECONDS, ALGORITHM, SigningKeys
 from events.ids import new_id, parse_id
+from projections.views.operators import still_admitted
 
 READ, WRITE = "parley:read", "parley:write"
 SCOPES = [READ, WRITE]
@@ -59,18 +60,22 @@ CREATE TABLE IF NOT EXISTS parley_oauth_grants (
 CREATE INDEX IF NOT EXISTS parley_oauth_grants_previous ON parley_oauth_grants (previous_refresh_hash);
 """
 
-# A grant stands while it is not revoked, the operator still belongs to its organization (the one it was
-# created in, or one added) and no revocation of the operator's sessions came after it. The same query
-# reads the organization's latest write position, which the tools' reads wait for (read-your-writes).
-GRANT_STANDS = """
-SELECT (SELECT position FROM parley_org_positions p WHERE p.org_id = g.org_id)
+# The grant, unless revoked, with the organization's latest write position, which the tools' reads wait
+# for (read-your-writes).
+UNREVOKED_GRANT = """
+SELECT g.operator_id, g.org_id, g.created_at, (SELECT position FROM parley_org_positions p WHERE p.org_id = g.org_id)
 FROM parley_oauth_grants g
 WHERE g.id = %(grant)s AND g.operator_id = %(operator)s AND g.org_id = %(org)s AND NOT g.revoked
-AND (EXISTS (SELECT 1 FROM rm_operators o WHERE o.id = g.operator_id AND o.org_id = g.org_id)
-     OR EXISTS (SELECT 1 FROM rm_operator_orgs m WHERE m.operator_id = g.operator_id AND m.org_id = g.org_id))
-AND NOT EXISTS (SELECT 1 FROM rm_operator_revocations r
-                WHERE r.operator_id = g.operator_id AND r.revoked_before >= g.created_at)
 """
+
+
+async def grant_stands(conn, grant: uuid.UUID | str, operator: uuid.UUID | str, org: uuid.UUID | str) -> int | None:
+    """The organization's latest write position while the grant stands: it is not revoked, the operator
+    still belongs to its organization and no revocation of the operator's sessions came after it; else None."""
+    row = await (await conn.execute(UNREVOKED_GRANT, {"grant": grant, "operator": operator, "org": org})).fetchone()
+    if row is None or not await still_admitted(conn, row[0], row[1], since=row[2]):
+        return None
+    return row[3] or 0
 
 
 def digest(secret: str) -> str:
@@ -339,10 +344,8 @@ class ParleyAuthorizationServer:
                                      scopes: list[str]) -> OAuthToken:
         fresh = "prt_" + secrets.token_urlsafe(32)
         async with self.pool.connection() as conn:
-            stands = await (await conn.execute(GRANT_STANDS, {
-                "grant": refresh_token.grant_id, "operator": refresh_token.subject,
-                "org": refresh_token.org_id})).fetchone()
-            rotated = stands and await (await conn.execute(
+            stands = await grant_stands(conn, refresh_token.grant_id, refresh_token.subject, refresh_token.org_id)
+            rotated = stands is not None and await (await conn.execute(
                 "UPDATE parley_oauth_grants SET refresh_hash = %s, previous_refresh_hash = refresh_hash "
                 "WHERE id = %s AND refresh_hash = %s AND NOT revoked RETURNING 1",
                 (digest(fresh), refresh_token.grant_id, digest(refresh_token.token)))).fetchone()
@@ -370,14 +373,13 @@ class ParleyAuthorizationServer:
         if claims.get("product") != PRODUCT or None in (grant, operator, org):
             return None
         async with self.pool.connection() as conn:
-            stands = await (await conn.execute(GRANT_STANDS, {"grant": grant, "operator": operator, "org": org}
-                                               )).fetchone()
-        if stands is None:
+            position = await grant_stands(conn, grant, operator, org)
+        if position is None:
             return None
         return ParleyAccessToken(token=token, client_id=str(claims.get("client_id")),
                                  scopes=str(claims.get("scope", "")).split(), expires_at=int(claims["exp"]),
                                  resource=self.endpoints.resource, subject=str(operator), claims=claims,
-                                 grant_id=str(grant), org_id=str(org), position=stands[0] or 0)
+                                 grant_id=str(grant), org_id=str(org), position=position)
 
     async def verify_token(self, token: str) -> ParleyAccessToken | None:
         return await self.load_access_token(token)

@@ -24,6 +24,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+import msgspec
 from pydantic import Field
 
 from commands import conversations as conversation_commands
@@ -31,19 +32,20 @@ from commands.errors import CommandError, NotFound
 from commands.messages import MAX_CONTENT, append_message, conversation_created_async
 from commands.campaigns import STATUSES
 from commands.principal import ALL_SCOPES, Principal
-from commands.streams import now
-from mcp_server import summaries
 from mcp_server.shapes import (ActivityView, Audience, Campaign, CampaignInspection, CampaignList, CampaignStats,
-                               ConversationItem, ConversationPage, HelpDocument, HelpDocumentMatch,
-                               HelpDocumentMatches, InboxRow, InboxView, Overview, OverviewTile, ReplySent,
-                               ResolvedState, UnresolvedCount, Website, WebsiteList, WebsiteSummary,
+                               ConversationItem, ConversationPage, ConversationStates, DayActivity, HelpDocument,
+                               HelpDocumentMatch, HelpDocumentMatches, InboxRow, InboxView, Overview, OverviewTile,
+                               ReplySent, ResolvedState, UnresolvedCount, Website, WebsiteList, WebsiteSummary,
                                WorkloadSummary)
 from mcp_server.views import ACTIVITY_HTML, ACTIVITY_URI, INBOX_HTML, INBOX_URI, OVERVIEW_HTML, OVERVIEW_URI
 from events.ids import parse_id
 from projections.views.document_search import search_documents
-from projections.views import campaigns
+from projections.views import campaigns, summaries
+from projections.views.activity import DAYS, DayCounts, activity_by_day, conversation_activity, oldest_waiting
 from projections.views.cursors import cursor_key
+from projections.views.documents import published_document
 from projections.views.inbox import CONVERSATION_FILTERS, INBOX_FILTERS, MAX_PAGE, Walk, read_inbox, scope_of, walk_tab
+from projections.views.websites import websites_by_name
 
 UTC = ZoneInfo("UTC")
 
@@ -97,6 +99,20 @@ def _time(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
 
+def _states(counts: summaries.ConversationCounts) -> ConversationStates:
+    return ConversationStates(open=counts.open, resolved=counts.resolved, spam=counts.spam, total=counts.total)
+
+
+def _workload(figures: summaries.Workload) -> dict:
+    """The fields every summary shares, as the summaries' shapes take them."""
+    return msgspec.structs.asdict(figures) | {"conversations": _states(figures.conversations)}
+
+
+def _days(days: list[DayCounts]) -> list[DayActivity]:
+    return [DayActivity(day=d.day.isoformat(), conversations=d.conversations, visitor_messages=d.visitor_messages,
+                        replies=d.replies) for d in days]
+
+
 def _with_text(model, text: str) -> CallToolResult:
     """A view's result: the structured content its view renders, and a line of text for hosts without views."""
     return CallToolResult(content=[TextContent(type="text", text=text)],
@@ -118,7 +134,7 @@ class Reads:
             yield conn, who
 
     async def website(self, conn, who: Principal, website_id: str) -> tuple[uuid.UUID, str]:
-        found = await summaries.websites(conn, who.org_id, _id(website_id, "website"))
+        found = await websites_by_name(conn, who.org_id, _id(website_id, "website"))
         if not found:
             raise NotFound("website not found")
         return found[0]
@@ -133,11 +149,6 @@ class Reads:
                 return await walk_tab(conn, await scope_of(conn, website_id, conversation_filter, UTC), "unresolved")
         return await asyncio.gather(*(walk(website_id) for website_id in website_ids))
 
-    async def activity(self, conn, ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[int, bool]]:
-        rows = await (await conn.execute(
-            "SELECT id, message_count, awaiting_since IS NOT NULL FROM rm_activity_conversations WHERE id = ANY(%s)",
-            (ids,))).fetchall()
-        return {row[0]: (row[1], row[2]) for row in rows}
 
 
 def _cursor_mac(key: bytes, payload: bytes) -> bytes:
@@ -176,9 +187,9 @@ def build_server(services) -> MCPServer:
     @refusals
     async def show_overview() -> Annotated[CallToolResult, Overview]:
         async with reads.connection() as (conn, who):
-            found = await summaries.websites(conn, who.org_id)
+            found = await websites_by_name(conn, who.org_id)
             ids = [w for w, _ in found]
-            per_website, waits = await summaries.states(conn, ids), await summaries.oldest_waiting(conn, ids)
+            per_website, waits = await summaries.states(conn, ids), await oldest_waiting(conn, ids)
         tiles = [OverviewTile(website_id=str(w), name=name, open=per_website[w][0].open, unread=per_website[w][1],
                               resolved=per_website[w][0].resolved, spam=per_website[w][0].spam,
                               oldest_waiting_seconds=waits.get(w)) for w, name in found]
@@ -194,7 +205,7 @@ def build_server(services) -> MCPServer:
             website_id, name = await reads.website(conn, who, websiteId)
             page = await read_inbox(conn, who, {"websiteId": str(website_id), "inboxFilter": "all",
                                                 "limit": str(min(INBOX_VIEW_ROWS, MAX_PAGE))})
-            activity = await reads.activity(conn, [c.id for c in page.conversations])
+            activity = await conversation_activity(conn, [c.id for c in page.conversations])
         rows = [InboxRow(status="spam" if c.spam else "resolved" if c.resolved else "open", unread=c.unread,
                          awaiting_reply=activity.get(c.id, (0, False))[1], last_edit_time=_time(c.last_edit_time))
                 for c in page.conversations]
@@ -210,11 +221,11 @@ def build_server(services) -> MCPServer:
     @refusals
     async def show_conversation_activity(
             websiteId: WebsiteId,
-            days: Annotated[int, Field(description="how many days, 1 to 90", ge=1, le=90)] = summaries.DAYS,
+            days: Annotated[int, Field(description="how many days, 1 to 90", ge=1, le=90)] = DAYS,
     ) -> Annotated[CallToolResult, ActivityView]:
         async with reads.connection() as (conn, who):
             website_id, name = await reads.website(conn, who, websiteId)
-            per_day = await summaries.days(conn, [website_id], days)
+            per_day = _days(await activity_by_day(conn, [website_id], days))
         text = f"{name}, last {days} days: " + ", ".join(
             f"{d.day} {d.conversations} started/{d.visitor_messages} in/{d.replies} replies" for d in per_day)
         return _with_text(ActivityView(website_id=str(website_id), name=name, days=per_day), text)
@@ -234,9 +245,9 @@ def build_server(services) -> MCPServer:
     @refusals
     async def list_websites() -> WebsiteList:
         async with reads.connection() as (conn, who):
-            found = await summaries.websites(conn, who.org_id)
+            found = await websites_by_name(conn, who.org_id)
             per_website = await summaries.states(conn, [w for w, _ in found])
-        return WebsiteList(websites=[Website(id=str(w), name=name, conversations=per_website[w][0],
+        return WebsiteList(websites=[Website(id=str(w), name=name, conversations=_states(per_website[w][0]),
                                              unread=per_website[w][1]) for w, name in found])
 
     @mcp.tool(name="get_website_summary", title="Website summary", annotations=READ,
@@ -247,7 +258,7 @@ def build_server(services) -> MCPServer:
     async def get_website_summary(websiteId: WebsiteId) -> WebsiteSummary:
         async with reads.connection() as (conn, who):
             website_id, name = await reads.website(conn, who, websiteId)
-            shared = await summaries.workload(conn, who.org_id, who.operator_id, [website_id])
+            shared = _workload(await summaries.workload(conn, who.org_id, who.operator_id, [website_id]))
         return WebsiteSummary(website_id=str(website_id), name=name, **shared)
 
     @mcp.tool(name="get_workload_summary", title="Workload summary", annotations=READ,
@@ -256,9 +267,9 @@ def build_server(services) -> MCPServer:
     @refusals
     async def get_workload_summary() -> WorkloadSummary:
         async with reads.connection() as (conn, who):
-            website_ids = [w for w, _ in await summaries.websites(conn, who.org_id)]
-            shared = await summaries.workload(conn, who.org_id, who.operator_id, website_ids)
-            per_day = await summaries.days(conn, website_ids)
+            website_ids = [w for w, _ in await websites_by_name(conn, who.org_id)]
+            shared = _workload(await summaries.workload(conn, who.org_id, who.operator_id, website_ids))
+            per_day = _days(await activity_by_day(conn, website_ids))
         return WorkloadSummary(websites=len(website_ids), days=per_day, **shared)
 
     # -- conversations -------------------------------------------------------------------------------
@@ -275,7 +286,7 @@ def build_server(services) -> MCPServer:
                 description="all, last-hour, today (UTC), last-week or online")] = "all") -> UnresolvedCount:
         async with reads.connection() as (conn, who):
             if websiteId is None:
-                website_ids = [w for w, _ in await summaries.websites(conn, who.org_id)]
+                website_ids = [w for w, _ in await websites_by_name(conn, who.org_id)]
             else:
                 website_ids = [(await reads.website(conn, who, websiteId))[0]]
         walks = await reads.walk_unresolved(website_ids, conversationFilter)
@@ -301,7 +312,7 @@ def build_server(services) -> MCPServer:
             page = await read_inbox(conn, who, {"websiteId": str(website_id), "inboxFilter": inboxFilter,
                                                 "limit": str(LIST_PAGE), "skip": str(offset)})
             found = page.conversations
-            activity = await reads.activity(conn, [c.id for c in found])
+            activity = await conversation_activity(conn, [c.id for c in found])
         items = [ConversationItem(id=str(c.id), resolved=c.resolved, spam=c.spam, unread=c.unread,
                                   last_edit_time=_time(c.last_edit_time),
                                   message_count=activity.get(c.id, (0, False))[0],
@@ -334,14 +345,13 @@ def build_server(services) -> MCPServer:
     @refusals
     async def get_help_document(id: Annotated[str, Field(description="the document's _id")]) -> HelpDocument:
         async with reads.connection() as (conn, who):
-            row = await (await conn.execute(
-                "SELECT id, website_id, title, locale, category, published, content, created_at, updated_at "
-                "FROM rm_documents WHERE id = %s AND org_id = %s AND published", (_id(id, "document"), who.org_id)
-            )).fetchone()
-        if row is None:
+            document = await published_document(conn, who.org_id, _id(id, "document"))
+        if document is None:
             raise NotFound("document not found (only published documents are shown)")
-        return HelpDocument(id=str(row[0]), website_id=str(row[1]), title=row[2], locale=row[3], category=row[4],
-                            published=row[5], content=row[6], created_at=_time(row[7]), updated_at=_time(row[8]))
+        return HelpDocument(id=str(document.id), website_id=str(document.website_id), title=document.title,
+                            locale=document.locale, category=document.category, published=document.published,
+                            content=document.content, created_at=_time(document.created_at),
+                            updated_at=_time(document.updated_at))
 
     # -- campaigns: read, never sent or changed here ---------------------------------------------------
 
@@ -372,9 +382,7 @@ def build_server(services) -> MCPServer:
     async def inspect_campaign(id: Annotated[str, Field(description="the campaign's id")]) -> CampaignInspection:
         async with reads.connection() as (conn, who):
             campaign = await campaigns.read_campaign(conn, who.org_id, _id(id, "campaign"))
-            where, args = campaigns.audience_clauses(who.org_id, campaign.website_id, campaign.audience, now())
-            size = (await (await conn.execute(
-                f"SELECT count(*) FROM rm_customers c WHERE {' AND '.join(where)}", args)).fetchone())[0]
+            size = await campaigns.audience_size(conn, who.org_id, campaign.website_id, campaign.audience)
         return CampaignInspection(**_campaign(campaign).model_dump(), audience_size=size)
 
     # -- writes --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import uuid
 from litestar import Request
 
 from commands.errors import Forbidden
+from projections.views.websites import allowed_origins
 from readapi.services import services
 
 VISITOR_PATH = re.compile(r"^/api/chat/|^/api/messages/[^/]+/(rating|reaction/customer)$")
@@ -46,7 +47,6 @@ async def check_origin(request: Request, website_id: uuid.UUID | None) -> None:
     if origin is None or website_id is None:
         return
     async with services(request).pool.connection() as conn:
-        row = await (await conn.execute("SELECT allowed_origins FROM rm_websites WHERE id = %s",
-                                        (website_id,))).fetchone()
-    if row and row[0] and origin.lower() not in row[0]:
+        allowed = await allowed_origins(conn, website_id)
+    if allowed and origin.lower() not in allowed:
         raise Forbidden(f"this website's chat does not answer pages of {origin}", "Origin")

@@ -143,13 +143,24 @@ async def audience_of(conn: psycopg.AsyncConnection, org_id: uuid.UUID, website_
     return [row[0] for row in rows]
 
 
+async def _count(conn: psycopg.AsyncConnection, condition: str, args: list[Any]) -> int:
+    return (await (await conn.execute(f"SELECT count(*) FROM rm_customers c WHERE {condition}", args)).fetchone())[0]
+
+
+async def audience_size(conn: psycopg.AsyncConnection, org_id: uuid.UUID, website_id: uuid.UUID,
+                        audience: ev.Audience) -> int:
+    """How many customers the audience holds now."""
+    where, args = audience_clauses(org_id, website_id, audience, now())
+    return await _count(conn, " AND ".join(where), args)
+
+
 async def preview_campaign(conn: psycopg.AsyncConnection, org_id: uuid.UUID, campaign_id: uuid.UUID | None) -> Preview:
     """The audience's size now and its first recipients; reads only (run it in one snapshot, so that the
     size and the sample agree)."""
     campaign = await read_campaign(conn, org_id, campaign_id)
     where, args = audience_clauses(org_id, campaign.website_id, campaign.audience, now())
     condition = " AND ".join(where)
-    count = (await (await conn.execute(f"SELECT count(*) FROM rm_customers c WHERE {condition}", args)).fetchone())[0]
+    count = await _count(conn, condition, args)
     rows = await (await conn.execute(
         f"SELECT {CUSTOMERS.select} FROM rm_customers c WHERE {condition} ORDER BY c.id LIMIT {SAMPLE_SIZE}",
         args)).fetchall()

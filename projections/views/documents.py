@@ -81,3 +81,12 @@ async def list_documents(conn: psycopg.AsyncConnection, principal: Principal, pa
         rows = await (await conn.execute(sql, args)).fetchall()
         return project([DOCUMENTS.row_object(row) for row in rows], fields)
     return await cursor_page(conn, DOCUMENTS, where, args, params, fields)
+
+
+async def published_document(conn: psycopg.AsyncConnection, org_id: uuid.UUID, document_id: uuid.UUID
+                             ) -> Document | None:
+    """The organization's document, if it is published."""
+    row = await (await conn.execute(
+        f"SELECT {DOCUMENTS.select} FROM rm_documents WHERE id = %s AND org_id = %s AND published",
+        (document_id, org_id))).fetchone()
+    return row and DOCUMENTS.row_object(row)

@@ -45,6 +45,14 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     reactions: list[VisibleReaction]
 
 
+class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):
+    customer_id: uuid.UUID
+    email: str | None
+    nickname: str | None
+    phone: str | None
+    user_id: str | None
+
+
 class VisitorReactions(msgspec.Struct, rename="camel"):
     message_id: uuid.UUID
     reactions: list[VisibleReaction]
@@ -105,3 +113,11 @@ def chat_conversation_of(e: ev.ConversationCreated) -> ChatConversation:
 def chat_message_of(e: ev.MessageCreated) -> ChatMessage:
     return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None,
                        e.author or e.sender, e.incomplete, [])
+
+
+async def visitor_profile(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID) -> Profile:
+    """The visitor's own customer record, as their profile shows it."""
+    row = await (await conn.execute(
+        "SELECT id, email, nickname, phone, user_id FROM rm_customers WHERE id = %s AND org_id = %s",
+        (customer_id, org_id))).fetchone()
+    return Profile(*row)

@@ -4,7 +4,6 @@ and the visitor's results for the actions the agent offered (chat sessions)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put
@@ -14,33 +13,12 @@ from commands import agent
 from commands.admin import Created
 from commands.errors import NotFound
 from commands.principal import Principal
+from projections.views.agent import AgentView, read_agent
 from readapi.auth import OPERATOR, VISITOR, authenticate
 from readapi.openapi import describe
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
 
 PROJECTIONS = ("core", "agent")
-
-
-class AgentStatus(msgspec.Struct, rename="camel"):
-    """What operators see of the agent's runs: the last one, and the last failure with its class
-    (unreachable, refused, timed_out, protocol_error, run_error, interrupted)."""
-
-    last_run_at: datetime | None
-    last_outcome: str | None
-    last_error_class: str | None
-    last_error: str | None
-    last_error_at: datetime | None
-
-
-class AgentView(msgspec.Struct, rename="camel"):
-    website_id: uuid.UUID
-    url: str
-    enabled: bool
-    greeting: str | None
-    fallback_message: str | None
-    created_at: datetime
-    updated_at: datetime
-    status: AgentStatus
 
 
 class AgentWithSecret(AgentView):
@@ -63,11 +41,6 @@ class Removed(msgspec.Struct, rename="camel"):
     deleted: bool
 
 
-SELECT = ("SELECT website_id, url, enabled, greeting, fallback_message, created_at, updated_at, last_run_at, "
-          "last_outcome, last_error_class, last_error, last_error_at FROM rm_agents WHERE website_id = %s "
-          "AND org_id = %s")
-
-
 async def operator(request: Request) -> Principal:
     return await authenticate(request, accept=("operator",))
 
@@ -82,10 +55,10 @@ async def view(request: Request, principal: Principal, website_id: uuid.UUID, cr
     else:
         await written(request, created, PROJECTIONS)
     async with services(request).pool.connection() as conn:
-        row = await (await conn.execute(SELECT, (website_id, principal.org_id))).fetchone()
-    if row is None:
+        found = await read_agent(conn, principal.org_id, website_id)
+    if found is None:
         raise NotFound("this website has no agent")
-    return AgentView(*row[:7], AgentStatus(*row[7:]))
+    return found
 
 
 @describe("Configure the website's AI agent (AG-UI); the answer that first configures it alone carries the "

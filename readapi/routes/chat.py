@@ -17,8 +17,8 @@ from readapi.auth import PUBLIC, VISITOR, authenticate, with_principal
 from readapi.cors import check_origin
 from readapi.openapi import ID, describe, query
 from readapi.services import caught_up, decode_body, json_response, run_command, services, written
-from projections.views.visitors import (ChatConversation, ChatMessage, chat_message_of, current_conversation,
-                                   visitor_conversations, visitor_messages)
+from projections.views.visitors import (ChatConversation, ChatMessage, Profile, chat_message_of, current_conversation,
+                                        visitor_conversations, visitor_messages, visitor_profile)
 
 
 class SessionCreated(msgspec.Struct, rename="camel"):
@@ -28,14 +28,6 @@ class SessionCreated(msgspec.Struct, rename="camel"):
 
 class ConversationStart(msgspec.Struct, forbid_unknown_fields=True):
     """Starting a conversation takes nothing; an empty object (or no body) is accepted."""
-
-
-class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):
-    customer_id: uuid.UUID
-    email: str | None
-    nickname: str | None
-    phone: str | None
-    user_id: str | None
 
 
 class ContextStored(msgspec.Struct, rename="camel"):
@@ -123,10 +115,8 @@ async def transcript(request: Request) -> Response:
 async def profile_response(request: Request, principal: Principal, created: Created | None) -> Response:
     await fresh(request, principal, created)
     async with services(request).pool.connection() as conn:
-        row = await (await conn.execute(
-            "SELECT id, email, nickname, phone, user_id FROM rm_customers WHERE id = %s AND org_id = %s",
-            (principal.customer_id, principal.org_id))).fetchone()
-    return json_response(Profile(*row), created)
+        profile = await visitor_profile(conn, principal.org_id, principal.customer_id)
+    return json_response(profile, created)
 
 
 @describe("The visitor's profile", VISITOR, answer=Profile)

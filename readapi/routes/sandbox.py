@@ -16,6 +16,7 @@ from litestar.params import FromPath
 from commands import sandbox
 from commands.errors import NotFound
 from events.ids import parse_id
+from projections.views.sandbox import job_created_at
 from readapi.auth import PUBLIC
 from readapi.openapi import ID, describe
 from readapi.services import json_response, run_command, services, written
@@ -83,14 +84,13 @@ async def create_summary_job(request: Request) -> Response:
 async def get_summary_job(request: Request, job_id: FromPath[str]) -> Response:
     svc = services(request)
     parsed = parse_id(job_id)
-    row = None
+    created_at = None
     if parsed is not None:
         async with svc.pool.connection() as conn:
-            row = await (await conn.execute("SELECT created_at FROM rm_sandbox_jobs WHERE id = %s",
-                                            (parsed,))).fetchone()
-    if row is None:
+            created_at = await job_created_at(conn, parsed)
+    if created_at is None:
         raise NotFound("no sandbox job has this id", "jobId")
-    return json_response(job_state(parsed, row[0], svc.clock(), svc.settings.sandbox_job_seconds))
+    return json_response(job_state(parsed, created_at, svc.clock(), svc.settings.sandbox_job_seconds))
 
 
 ROUTES = [list_documents, create_summary_job, get_summary_job]

@@ -47,6 +47,7 @@ from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
 from events.supervision import keep_running
 from projections.agent import WAKE_CHANNEL, AgentProjection
+from projections.views.agent_runs import ANSWERED_ACTIONS, CLAIM, NEXT_DUE, TRANSCRIPT
 from projections.chat import VisitorContext, visitor_context
 from projections.runner import ensure_tables
 
@@ -91,47 +92,6 @@ class Claimed:
     secret: str
     fallback_message: str | None
     greeting: str | None
-
-
-CLAIM = """
-WITH candidates AS (
-    SELECT r.id FROM agent_runs r JOIN rm_agents a ON a.website_id = r.website_id AND a.enabled
-    WHERE r.status IN ('pending', 'running') AND r.next_attempt_at <= now()
-      AND NOT EXISTS (SELECT 1 FROM agent_runs o WHERE o.conversation_id = r.conversation_id
-                      AND o.status IN ('pending', 'running') AND o.id < r.id)
-    ORDER BY r.next_attempt_at LIMIT %(limit)s
-), locked AS (
-    SELECT id FROM agent_runs WHERE id = ANY(ARRAY(SELECT id FROM candidates))
-      AND status IN ('pending', 'running') AND next_attempt_at <= now()
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE agent_runs r SET status = 'running', attempts = r.attempts + 1, updated_at = now(),
-    next_attempt_at = now() + %(lease)s * interval '1 second'
-FROM locked, rm_agents a
-WHERE r.id = locked.id AND a.website_id = r.website_id
-RETURNING r.id, r.org_id, r.website_id, r.conversation_id, r.customer_id, r.kind, r.reply_to, r.acted, r.attempts,
-          a.url, a.secret, a.fallback_message, a.greeting
-"""
-NEXT_DUE = """
-SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 FROM agent_runs
-WHERE status IN ('pending', 'running') AND next_attempt_at > now()
-"""
-# The transcript in the order the agent lived it: what a run wrote (its replies, its actions) follows the
-# visitor message it answered, before what the visitor wrote during that run. Each row: id, sender,
-# content, and the sort key (the answered message's time, whether it is an answer, its own time).
-TRANSCRIPT = """
-SELECT id, sender, content, sort_at, answer, creation_time FROM (
-    SELECT m.id, m.sender, m.content, m.creation_time, COALESCE(q.creation_time, m.creation_time) AS sort_at,
-           q.id IS NOT NULL AS answer
-    FROM rm_messages m LEFT JOIN rm_messages q ON m.author = 'agent' AND q.id = m.reply_to
-    WHERE m.org_id = %(org)s AND m.conversation_id = %(conversation)s AND NOT m.internal
-    ORDER BY m.creation_time DESC, m.id DESC LIMIT %(limit)s) recent
-"""
-ANSWERED_ACTIONS = """
-SELECT a.tool_call_id, a.name, a.arguments, a.result, COALESCE(q.creation_time, a.offered_at), a.offered_at
-FROM rm_agent_actions a LEFT JOIN agent_runs r ON r.id = a.agent_run_id LEFT JOIN rm_messages q ON q.id = r.reply_to
-WHERE a.conversation_id = %s AND a.result IS NOT NULL
-"""
 
 
 async def run_input(conn: psycopg.AsyncConnection, run: Claimed, run_id: str,

@@ -25,7 +25,7 @@ from events.store import EventStore, StreamConflict
 from events.supervision import keep_running
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
 from projections.runner import current_positions, ensure_tables, lock_key
-from projections.views.campaigns import audience_of
+from projections.views.campaigns import PENDING, audience_of
 
 log = logging.getLogger("parley.campaigns")
 
@@ -33,8 +33,6 @@ MAX_WAIT_SECONDS = 1.0
 AUDIENCE_READ_MODELS = ("core", "chat")  # what the audience query reads: customers, conversations, sessions
 CATCH_UP_POLL_SECONDS = 0.02
 
-PENDING = ("SELECT id, org_id, status, scheduled_at FROM rm_campaigns WHERE status IN ('scheduled', 'sending') "
-           "ORDER BY scheduled_at NULLS FIRST, id")
 
 
 class Sender:

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import msgspec
 import pytest
 
-from commands.deciders import (agent, api_key, campaign, chat_session, conversation, customer, document, message, webhook,
-                               website)
+from commands.deciders import (agent, api_key, campaign, chat_session, conversation, customer, document, message,
+                               webhook, website)
 from commands.errors import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from commands.principal import Principal
 from events import types as ev

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from commands.deciders.api_key import ApiKey, decide_revoke, fold_api_key
 from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import ALL_SCOPES
-from commands.streams import load, name_stream, now
+from commands.streams import execute, load, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
@@ -191,15 +192,18 @@ def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], webs
     return Created(key_id, position), secret
 
 
-def revoke_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None = None) -> Created:
-    """Revokes a key (again: nothing new); with `org_id`, another organization's key reads as missing."""
+def load_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None) -> ApiKey:
+    """With `org_id`, another organization's key reads as missing."""
     history = store.load(key_id) if key_id else []
     if (not history or not isinstance(history[0].event, ev.ApiKeyCreated)
             or org_id not in (None, history[0].event.org_id)):
         raise NotFound("API key not found", "id")
-    org_id = history[0].event.org_id
-    if any(isinstance(r.event, ev.ApiKeyRevoked) for r in history):
-        return Created(key_id, store.org_position(org_id))
-    position = store.append(Pending(key_id, history[-1].version + 1,
-                                    ev.ApiKeyRevoked(org_id=org_id, at=now(), key_id=key_id)))
-    return Created(key_id, position)
+    return fold_api_key(history)
+
+
+def revoke_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None = None) -> Created:
+    """Revokes a key (again: nothing new)."""
+    key = load_api_key(store, key_id, org_id)
+    appended = execute(store, key.created.org_id, lambda: key, lambda found: decide_revoke(found, now()),
+                       retry=False)
+    return Created(key.created.key_id, appended.position)

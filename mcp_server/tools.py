@@ -29,7 +29,7 @@ from pydantic import Field
 
 from commands import conversations as conversation_commands
 from commands.errors import CommandError, NotFound
-from commands.messages import MAX_CONTENT, append_message, conversation_created_async
+from commands.messages import MAX_CONTENT, MessageCreate, conversation_created_async, create_message
 from commands.campaigns import STATUSES
 from commands.principal import ALL_SCOPES, Principal
 from mcp_server.shapes import (ActivityView, Audience, Campaign, CampaignInspection, CampaignList, CampaignStats,
@@ -442,15 +442,16 @@ def _campaign(campaign: campaigns.Campaign) -> Campaign:
 
 
 def set_resolved(store, who: Principal, conversation_id: uuid.UUID, resolved: bool) -> bool:
-    before = conversation_commands.current_flags(conversation_commands.load_conversation(store, who, conversation_id))
+    before = conversation_commands.load_flags(store, who, conversation_id)
     conversation_commands.update_flags(store, who, conversation_id,
                                        conversation_commands.ConversationFlags(resolved=resolved))
-    return before["resolved"] != resolved
+    return before.resolved != resolved
 
 
 async def send_once(pool, store, who: Principal, conversation, content: str, request_id: str) -> ReplySent:
     """The reply is sent by the first call with its requestId, which claims the id before it sends; a later
-    call (or a concurrent one, once the first is done) answers the first call's result and sends nothing."""
+    call (or a concurrent one, once the first is done) answers the first call's result and sends nothing.
+    The message itself is posted by `POST /api/messages`'s command."""
     key = (who.org_id, who.operator_id, request_id)
     async with pool.connection() as conn:
         claimed = await (await conn.execute(
@@ -458,7 +459,8 @@ async def send_once(pool, store, who: Principal, conversation, content: str, req
             "ON CONFLICT DO NOTHING RETURNING 1", (*key, conversation.conversation_id))).fetchone()
     if claimed:
         try:
-            created = await append_message(store, who, conversation, content=content, sender="operator")
+            created = await create_message(store, who, MessageCreate(
+                conversation_id=str(conversation.conversation_id), content=content, sender="operator"))
         except CommandError:
             async with pool.connection() as conn:  # refused, so nothing was sent: the id may be used again
                 await conn.execute("DELETE FROM parley_mcp_replies WHERE org_id = %s AND operator_id = %s "

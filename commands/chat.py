@@ -14,7 +14,6 @@ import msgspec
 from commands.admin import Created, hash_secret
 from commands.customers import Field, load_customer
 from commands.deciders.chat_session import SessionTarget, binding_stream, check_identity, decide_start_session
-from commands.deciders.chat_session import identity_signature  # noqa: F401 - the integrators' helper, by its old name
 from commands.deciders.conversation import (MAX_METADATA_KEYS, Conversation, decide_metadata, fold_conversation,
                                             merged, own_conversation)
 from commands.deciders.customer import decide_hold_metadata, decide_start_conversation, decide_update, fold_customer

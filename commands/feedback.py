@@ -11,7 +11,6 @@ from typing import Callable, Literal
 import msgspec
 
 from commands.admin import Created
-from commands.deciders.message import MAX_REACTIONS  # noqa: F401 - the limit, where the feedback commands are
 from commands.deciders.message import (Message, check_rateable_by_visitor, check_visitor_message, decide_rating,
                                        decide_reaction, fold_message, single_emoji)
 from commands.messages import load_message

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from commands.chat import identity_signature
+from commands.deciders.chat_session import identity_signature
 from commands.streams import now
 from events import types as ev
 from events.store import Pending

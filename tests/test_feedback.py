@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from commands import admin
-from commands.feedback import MAX_REACTIONS
+from commands.deciders.message import MAX_REACTIONS
 from tests.conftest import token
 from tests.visitors import start_session, visitor_with_conversation
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from commands.chat import identity_signature
+from commands.deciders.chat_session import identity_signature
 from tests.conftest import basic
 
 PROBLEM = "application/problem+json"

@@ -294,14 +294,14 @@ class Answer:
 class AgentSettings:
     """What the agent worker is told by the composition root (PARLEY_AGENT_*, docs/configuration.md)."""
 
-    nats_stream: str = "PARLEY_EVENTS"
-    webhook_allow_private: bool = False
-    agent_first_event_seconds: float = 10.0
-    agent_idle_seconds: float = 30.0
-    agent_run_seconds: float = 120.0
-    agent_retry_attempts: int = 4
-    agent_retry_base_seconds: float = 1.0
-    agent_concurrency: int = 100
+    nats_stream: str
+    webhook_allow_private: bool
+    agent_first_event_seconds: float
+    agent_idle_seconds: float
+    agent_run_seconds: float
+    agent_retry_attempts: int
+    agent_retry_base_seconds: float
+    agent_concurrency: int
 
 
 class Worker:

@@ -163,13 +163,13 @@ class Claimed:
 class WebhookSettings:
     """What the dispatcher is told by the composition root (PARLEY_WEBHOOK_*, docs/configuration.md)."""
 
-    webhook_allow_private: bool = False
-    webhook_timeout_seconds: float = 10.0
-    webhook_retry_base_seconds: float = 10.0
-    webhook_retry_cap_seconds: float = 7200.0
-    webhook_retry_window_seconds: float = 100_800.0
-    webhook_concurrency: int = 200
-    webhook_endpoint_concurrency: int = 4
+    webhook_allow_private: bool
+    webhook_timeout_seconds: float
+    webhook_retry_base_seconds: float
+    webhook_retry_cap_seconds: float
+    webhook_retry_window_seconds: float
+    webhook_concurrency: int
+    webhook_endpoint_concurrency: int
 
 
 class Dispatcher:

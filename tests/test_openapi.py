@@ -10,13 +10,16 @@ from openapi_spec_validator import validate
 
 from readapi.app import create_app
 from readapi.openapi import UNDOCUMENTED_KEY, build_document, documented_path, operation_of, route_handlers
+from parley.runtime import search_config
+from parley.settings import Settings, narrowed
 from readapi.services import ApiSettings, Services
 
 
 @pytest.fixture(scope="module")
 def app():
     """The application as `parley serve` builds it; building the document needs no database."""
-    return create_app(Services(ApiSettings(), store=None, pool=None, watch=None)).app  # type: ignore[arg-type]
+    return create_app(Services(narrowed(Settings(), ApiSettings, search=search_config(Settings())), store=None, pool=None,
+                               watch=None)).app  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -26,9 +26,9 @@ from tests.receivers import Answer, Receiver
 
 from commands.webhooks import FAILURE_LIMIT
 from commands.addresses import RefusedTarget, check_addresses, parse_target, resolve_sync
-from delivery.webhooks import retry_delay
+from delivery.webhooks import WebhookSettings, retry_delay
 from events import types as ev
-from parley.settings import Settings
+from parley.settings import Settings, narrowed
 from projections.runner import rebuild
 from projections.webhooks import WebhookProjection
 
@@ -601,7 +601,7 @@ def test_rebuilding_the_webhook_read_model_redelivers_nothing(hc, hooks, site):
 
 
 def test_production_retries_span_more_than_a_day():
-    settings = Settings()
+    settings = narrowed(Settings(), WebhookSettings)
     elapsed, attempt = 0.0, 1
     while True:
         delay = retry_delay(settings, attempt)

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document (`GET /schema/openapi.json`), written from each route's description and from
 the same msgspec Structs the handlers decode and answer, so it cannot drift from the code.
 
-## How to describe a route (every route must be: tests/test_openapi.py fails for one that is not)
+## How to describe a route (every route must be: tests/integration/test_openapi.py fails for one that is not)
 
 Put `@describe(...)` above the route decorator. Handlers keep their untyped `(request: Request)` signatures
 (Litestar's typed signatures would cost the hot write path); the description tells the generator instead:

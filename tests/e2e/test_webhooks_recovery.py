@@ -90,7 +90,9 @@ def test_a_restart_of_nats_loses_no_delivery(infra, tmp_path, monkeypatch):
 
 
 def test_a_stopped_service_resumes_pending_retries(infra, tmp_path):
-    server = make_server(infra, tmp_path, **HOOK_ENV).start()
+    # Retries a second apart: the 20 failures that disable a subscription must not all fit in a slow stop.
+    server = make_server(infra, tmp_path, **{**HOOK_ENV, "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
+                                             "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": "1"}).start()
     healthy = threading.Event()
     try:
         tenant = make_tenant(server)

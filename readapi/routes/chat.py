@@ -63,6 +63,7 @@ async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -
 @post("/api/chat/conversations", status_code=200)
 async def start_conversation(request: Request, principal: Authenticated,
                              payload: Decoded[ConversationStart | None]) -> Response:
+    # `payload` is declared so that a body, when one is sent, is checked; it carries nothing
     created = await run_command(request, chat.start_conversation, principal)
     await fresh(request, principal, created)
     async with services(request).pool.connection() as conn:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from litestar import Request, Response, post
 from litestar.params import FromPath
@@ -19,11 +19,8 @@ from readapi.services import json_response, run_command, services
 from projections.views.visitors import ChatMessage, VisitorReactions, visitor_messages
 
 
-Feedback = Callable[..., Awaitable[Any]] | Callable[..., Any]
-
-
 async def visitor_feedback(request: Request, principal: Principal, payload: Any, message_id: str,
-                           command: Feedback) -> tuple:
+                           command) -> tuple:
     """Runs a visitor's rating or reaction; returns the message as the visitor sees it afterwards."""
     created = await run_command(request, command, principal, parse_id(message_id), payload)
     await fresh(request, principal, created)
@@ -50,7 +47,7 @@ async def react_as_visitor(request: Request, principal: Authenticated, payload: 
 
 
 async def operator_feedback(request: Request, principal: Principal, payload: Any, message_id: str,
-                            command: Feedback) -> Response:
+                            command) -> Response:
     """Runs an operator's rating or reaction; answers the message as the REST API shows it."""
     created = await run_command(request, command, principal, parse_id(message_id), payload)
     return await one_response(request, MESSAGES, principal, created.id, created=created)

@@ -7,6 +7,7 @@ from typing import Sequence
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
+from readapi.auth import DEPENDENCIES, authenticated_as_described
 from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.mounted import MountedApp
@@ -30,6 +31,9 @@ def create_app(services: Services, mounted: MountedApp | None = None,
     app = Litestar(
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
+        # each route's description (readapi/openapi.py) says who may call it and what body it takes
+        guards=[authenticated_as_described],
+        dependencies=DEPENDENCIES,
         openapi_config=None,  # readapi/openapi.py writes the document, readapi/routes/docs.py serves it
         request_max_body_size=services.settings.max_body_bytes,
         debug=False,

@@ -8,18 +8,14 @@ import pytest
 from openapi_spec_validator import validate
 
 
-from readapi.app import create_app
 from readapi.openapi import UNDOCUMENTED_KEY, build_document, documented_path, operation_of, route_handlers
-from parley.runtime import search_config
-from parley.settings import Settings, narrowed
-from readapi.services import ApiSettings, Services
+from tests.support.apps import bare_app
 
 
 @pytest.fixture(scope="module")
 def app():
     """The application as `parley serve` builds it; building the document needs no database."""
-    return create_app(Services(narrowed(Settings(), ApiSettings, search=search_config(Settings())), store=None, pool=None,
-                               watch=None)).app  # type: ignore[arg-type]
+    return bare_app()
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,15 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
-from readapi.app import create_app
 from readapi.openapi import RawBody, operation_of, route_handlers
-from readapi.services import ApiSettings, Services
+from tests.support.apps import bare_app
 
 ROUTES = Path(__file__).resolve().parents[2] / "readapi" / "routes"
 
 
 @pytest.fixture(scope="module")
 def app():
-    # the Litestar app itself, without the contract middleware whose rate limiter needs PostgreSQL
-    return create_app(Services(ApiSettings(), store=None, pool=None, watch=None)).app  # type: ignore[arg-type]
+    return bare_app()
 
 
 def documented(app):

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from mcp_server.oauth import PENDING_PER_CLIENT as PENDING
 from tests.mcp_helpers import PASSWORD, REDIRECT, Flow, browser, complete_consent, hidden_fields, pkce, rpc
 from tests.test_mcp import _admin, seed_conversation
 
@@ -235,7 +236,8 @@ def test_concurrent_calls_with_one_request_id_send_once(server, http, flow, tena
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         results = [r["result"] for r in pool.map(call, range(4))]
     assert all(not r["isError"] for r in results), results
-    assert sorted(r["structuredContent"]["sent"] for r in results) == [False, False, False, True]
+    assert [r["structuredContent"] for r in results] == [results[0]["structuredContent"]] * 4
+    assert results[0]["structuredContent"]["sent"] is True
     messages = http.get("/api/messages", headers=tenant.operator, params={"conversationId": conversation_id}).json()
     assert [m["content"] for m in messages if m["from"] == "operator"] == ["exactly once"]
     other = rpc(http, access, "tools/call", {"name": "send_operator_reply", "arguments": {
@@ -288,3 +290,52 @@ def test_an_unknown_protocol_revision_is_refused(server, http, flow, tenant):
                                          "Accept": "application/json, text/event-stream"},
                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
     assert refused.status_code == 400 and "result" not in refused.json() and refused.json()["error"]["message"]
+
+
+def test_a_public_client_revokes_without_a_secret_and_a_confidential_one_needs_its_own(server, http, tenant):
+    """RFC 7009 as an MCP host sends it on sign-out: `token` and `client_id`, no `client_secret` field."""
+    public = Flow(http, server.base_url)
+    assert public.register(token_endpoint_auth_method="none").get("client_secret") is None
+    tokens = public.tokens(tenant.operator_email)
+    revoked = http.post("/oauth/revoke", data={"token": tokens["refresh_token"], "client_id": public.client_id})
+    assert revoked.status_code == 200, revoked.text
+    refreshed = http.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                                                "client_id": public.client_id})
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+    assert _list_tools(http, tokens["access_token"]) == 401
+
+    confidential = Flow(http, server.base_url)
+    assert confidential.register()["client_secret"]
+    kept = confidential.tokens(tenant.operator_email)
+    unauthenticated = http.post("/oauth/revoke", data={"token": kept["refresh_token"],
+                                                       "client_id": confidential.client_id})
+    assert unauthenticated.status_code == 401 and unauthenticated.json()["error"] == "unauthorized_client"
+    assert _list_tools(http, kept["access_token"]) == 200
+    assert http.post("/oauth/revoke", data={"token": kept["refresh_token"], "client_id": confidential.client_id,
+                                            "client_secret": confidential.client_secret}).status_code == 200
+    assert _list_tools(http, kept["access_token"]) == 401
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_stateless_mcp_answers_405_to_a_stream_or_session_request(server, http, flow, tenant, method):
+    """No session and no server-initiated messages: a GET would hold a stream open that never carries
+    anything, so it answers 405 naming POST, as the Streamable HTTP transport allows."""
+    access = flow.tokens(tenant.operator_email, scope="parley:read")["access_token"]
+    for headers in ({"Authorization": f"Bearer {access}"}, {}):
+        refused = http.request(method, "/mcp", timeout=5, headers={
+            **headers, "Accept": "text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+        assert refused.status_code == 405 and refused.headers["Allow"] == "POST"
+    assert _list_tools(http, access) == 200
+
+
+def test_a_client_keeps_at_most_100_authorization_requests_waiting(server, http, flow, tenant):
+    """Past the cap, each new authorization request drops the client's oldest waiting one: the table stays
+    bounded per client, and the newest request still leads to a working consent page."""
+    _, challenge = pkce()
+    locations = [http.get(flow.authorize_url(challenge, state=f"s{i}")).headers["location"] for i in range(PENDING + 5)]
+    with psycopg.connect(server.database_url) as conn:
+        pending = conn.execute("SELECT count(*) FROM parley_oauth_requests WHERE client_id = %s",
+                               (flow.client_id,)).fetchone()[0]
+    assert pending == PENDING
+    assert "expired" in http.get(locations[0]).text
+    assert 'name="password"' in http.get(locations[-1]).text

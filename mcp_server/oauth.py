@@ -240,6 +240,12 @@ class ParleyAuthorizationServer:
         if params.resource.rstrip("/") not in self.resources():
             raise AuthorizeError("invalid_target", "this server issues tokens only for "
                                  + " and ".join(self.resources()))
+        if params.resource.rstrip("/") == self.endpoints.api_resource and not is_loopback(str(params.redirect_uri)):
+            # an operator token for the REST API goes only to a program on the operator's own machine
+            # (`parley login`): a client elsewhere, whatever name it gives itself, could phish for one
+            raise AuthorizeError("invalid_target", f"{self.endpoints.api_resource} is issued only to a client "
+                                 "on a loopback redirect URI (parley login); connect to "
+                                 f"{self.endpoints.resource} instead")
         scopes = params.scopes or [READ]
         if unknown := sorted(set(scopes) - set(SCOPES)):
             raise AuthorizeError("invalid_scope", f"unknown scopes {unknown}; known: {SCOPES}")

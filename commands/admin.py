@@ -7,6 +7,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -103,11 +104,12 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
 
 
 def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
-                token_id: uuid.UUID | None = None) -> tuple[str, int]:
+                token_id: uuid.UUID | None = None, expires_at: datetime | None = None) -> tuple[str, int]:
     token = "pt_" + secrets.token_urlsafe(32)
     token_id = token_id or new_id()
     position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
-        org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token))))
+        org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token),
+        expires_at=expires_at)))
     return token, position
 
 

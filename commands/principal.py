@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,6 +28,10 @@ class Principal:
     # The credential generation it was looked up at: a write made for it is refused once a revocation
     # has moved the generation on (None: not looked up, as the CLI's own principals).
     generation: int | None = None
+    expires_at: datetime | None = None  # a credential that ends by itself (a `parley login` token)
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= datetime.now(timezone.utc)
 
     @property
     def is_operator(self) -> bool:

@@ -96,6 +96,7 @@ class OperatorTokenIssued(Event, frozen=True):
     token_id: uuid.UUID
     operator_id: uuid.UUID
     token_hash: str
+    expires_at: datetime | None = None  # a `parley login` token's end; the others live until revoked
 
 
 @public("token_id")

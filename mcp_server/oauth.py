@@ -39,6 +39,9 @@ SCOPES = [READ, WRITE]
 PRODUCT = "parley"
 CODE_SECONDS = 300
 CONSENT_SECONDS = 900
+# Authorization requests a client may have waiting for consent: past it, its oldest is dropped (its
+# consent page then says it expired), so whoever knows a client's id cannot lock it out by flooding
+PENDING_PER_CLIENT = 100
 REFRESH_SECONDS = 30 * 24 * 3600
 LOOPBACK = {"127.0.0.1", "[::1]", "localhost"}
 
@@ -48,6 +51,7 @@ CREATE TABLE IF NOT EXISTS parley_oauth_clients (
 CREATE TABLE IF NOT EXISTS parley_oauth_requests (
     id text PRIMARY KEY, client_id text NOT NULL, params jsonb NOT NULL, csrf_hash text, operator_id uuid,
     expires_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS parley_oauth_requests_client ON parley_oauth_requests (client_id, expires_at);
 CREATE TABLE IF NOT EXISTS parley_oauth_codes (
     code_hash text PRIMARY KEY, client_id text NOT NULL, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     scopes text[] NOT NULL, code_challenge text NOT NULL, redirect_uri text NOT NULL,
@@ -236,6 +240,12 @@ class ParleyAuthorizationServer:
         if params.resource.rstrip("/") not in self.resources():
             raise AuthorizeError("invalid_target", "this server issues tokens only for "
                                  + " and ".join(self.resources()))
+        if params.resource.rstrip("/") == self.endpoints.api_resource and not is_loopback(str(params.redirect_uri)):
+            # an operator token for the REST API goes only to a program on the operator's own machine
+            # (`parley login`): a client elsewhere, whatever name it gives itself, could phish for one
+            raise AuthorizeError("invalid_target", f"{self.endpoints.api_resource} is issued only to a client "
+                                 "on a loopback redirect URI (parley login); connect to "
+                                 f"{self.endpoints.resource} instead")
         scopes = params.scopes or [READ]
         if unknown := sorted(set(scopes) - set(SCOPES)):
             raise AuthorizeError("invalid_scope", f"unknown scopes {unknown}; known: {SCOPES}")
@@ -247,6 +257,9 @@ class ParleyAuthorizationServer:
                 "INSERT INTO parley_oauth_requests (id, client_id, params, expires_at) "
                 f"VALUES (%s, %s, %s, now() + interval '{CONSENT_SECONDS} seconds')",
                 (request_id, client.client_id, json.dumps(stored)))
+            await conn.execute(
+                "DELETE FROM parley_oauth_requests WHERE id IN (SELECT id FROM parley_oauth_requests "
+                "WHERE client_id = %s ORDER BY expires_at DESC OFFSET %s)", (client.client_id, PENDING_PER_CLIENT))
         return f"{self.endpoints.consent}?request={request_id}"
 
     def redirect(self, params: dict, **answer: str | None) -> str:

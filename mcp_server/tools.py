@@ -391,9 +391,9 @@ def build_server(services) -> MCPServer:
               annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                           open_world_hint=True),
               description="Posts exactly `content` into the conversation as the signed-in operator; the visitor "
-                          "sees it. Returns the conversation id, whether this call sent it, and when. Sending is "
-                          "not idempotent: after an ambiguous result (a timeout, a broken connection) do NOT retry "
-                          "with a new requestId; repeat the same requestId, which returns the first result and "
+                          "sees it. Returns the conversation id, sent (true) and when. Sending is not idempotent: "
+                          "after an ambiguous result (a timeout, a broken connection) do NOT retry with a new "
+                          "requestId; repeat the same requestId, which returns the first result unchanged and "
                           "sends nothing again.")
     @refusals
     async def send_operator_reply(
@@ -450,7 +450,8 @@ def set_resolved(store, who: Principal, conversation_id: uuid.UUID, resolved: bo
 
 async def send_once(pool, store, who: Principal, conversation, content: str, request_id: str) -> ReplySent:
     """The reply is sent by the first call with its requestId, which claims the id before it sends; a later
-    call (or a concurrent one, once the first is done) answers the first call's result and sends nothing.
+    call (or a concurrent one, once the first is done) answers the first call's result, rebuilt from the
+    ledger row that records it (conversation, time sent), and sends nothing.
     The message itself is posted by `POST /api/messages`'s command."""
     key = (who.org_id, who.operator_id, request_id)
     async with pool.connection() as conn:
@@ -479,7 +480,8 @@ async def send_once(pool, store, who: Principal, conversation, content: str, req
         if row and row[0] != conversation.conversation_id:
             raise ToolError("this requestId was already used for a reply in another conversation; nothing was sent")
         if row and row[1] is not None:
-            return ReplySent(conversation_id=str(row[0]), sent=False, sent_at=_time(row[1]))
+            # the first call's result, unchanged: a caller reading "not sent" would send again under a new id
+            return ReplySent(conversation_id=str(row[0]), sent=True, sent_at=_time(row[1]))
         if row is None or time.monotonic() > deadline:
             raise ToolError("a reply with this requestId is still being sent or failed; nothing was sent by this "
                             "call. Check the conversation before sending again.")

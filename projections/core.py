@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS rm_operators (
 CREATE TABLE IF NOT EXISTS rm_operator_tokens (
     token_hash text PRIMARY KEY, token_id uuid NOT NULL UNIQUE, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     revoked boolean NOT NULL DEFAULT false);
+ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 -- The organizations an operator joined besides the one it was created in (`rm_operators.org_id`).
 CREATE TABLE IF NOT EXISTS rm_operator_orgs (
     operator_id uuid NOT NULL, org_id uuid NOT NULL, PRIMARY KEY (operator_id, org_id));
@@ -127,8 +128,9 @@ async def _operator(conn, e: ev.OperatorCreated) -> None:
 
 async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
     await conn.execute(
-        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id) VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT DO NOTHING", (e.token_hash, e.token_id, e.operator_id, e.org_id))
+        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id, expires_at) "
+        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.token_hash, e.token_id, e.operator_id, e.org_id, e.expires_at))
 
 
 async def _credentials_changed(conn) -> None:

@@ -26,10 +26,11 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
                                   rate_per_minute=row[4], generation=row[6]), row[5] or 0)
     if kind == "operator":
         row = await (await conn.execute(
-            f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
-            "FROM rm_operator_tokens c WHERE token_hash = %s AND NOT revoked", (secret_hash,))).fetchone()
+            f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, expires_at "
+            "FROM rm_operator_tokens c WHERE token_hash = %s AND NOT revoked "
+            "AND (expires_at IS NULL OR expires_at > now())", (secret_hash,))).fetchone()
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
-                                  generation=row[4]), row[3] or 0)
+                                  generation=row[4], expires_at=row[5]), row[3] or 0)
     row = await (await conn.execute(
         f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
         "FROM rm_chat_sessions c WHERE token_hash = %s", (secret_hash,))).fetchone()

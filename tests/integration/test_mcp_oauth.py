@@ -13,6 +13,9 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from commands.admin import hash_secret
+from mcp_server.cli_tokens import API_TOKEN_SECONDS
+from mcp_server.oauth import PENDING_PER_CLIENT as PENDING
 from tests.support.mcp_helpers import PASSWORD, REDIRECT, Flow, browser, complete_consent, hidden_fields, pkce, rpc
 from tests.integration.test_mcp import _admin, seed_conversation
 
@@ -235,7 +238,8 @@ def test_concurrent_calls_with_one_request_id_send_once(server, http, flow, tena
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         results = [r["result"] for r in pool.map(call, range(4))]
     assert all(not r["isError"] for r in results), results
-    assert sorted(r["structuredContent"]["sent"] for r in results) == [False, False, False, True]
+    assert [r["structuredContent"] for r in results] == [results[0]["structuredContent"]] * 4
+    assert results[0]["structuredContent"]["sent"] is True
     messages = http.get("/api/messages", headers=tenant.operator, params={"conversationId": conversation_id}).json()
     assert [m["content"] for m in messages if m["from"] == "operator"] == ["exactly once"]
     other = rpc(http, access, "tools/call", {"name": "send_operator_reply", "arguments": {
@@ -288,3 +292,111 @@ def test_an_unknown_protocol_revision_is_refused(server, http, flow, tenant):
                                          "Accept": "application/json, text/event-stream"},
                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
     assert refused.status_code == 400 and "result" not in refused.json() and refused.json()["error"]["message"]
+
+
+def test_a_public_client_revokes_without_a_secret_and_a_confidential_one_needs_its_own(server, http, tenant):
+    """RFC 7009 as an MCP host sends it on sign-out: `token` and `client_id`, no `client_secret` field."""
+    public = Flow(http, server.base_url)
+    assert public.register(token_endpoint_auth_method="none").get("client_secret") is None
+    tokens = public.tokens(tenant.operator_email)
+    revoked = http.post("/oauth/revoke", data={"token": tokens["refresh_token"], "client_id": public.client_id})
+    assert revoked.status_code == 200, revoked.text
+    refreshed = http.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                                                "client_id": public.client_id})
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+    assert _list_tools(http, tokens["access_token"]) == 401
+
+    confidential = Flow(http, server.base_url)
+    assert confidential.register()["client_secret"]
+    kept = confidential.tokens(tenant.operator_email)
+    unauthenticated = http.post("/oauth/revoke", data={"token": kept["refresh_token"],
+                                                       "client_id": confidential.client_id})
+    assert unauthenticated.status_code == 401 and unauthenticated.json()["error"] == "unauthorized_client"
+    assert _list_tools(http, kept["access_token"]) == 200
+    assert http.post("/oauth/revoke", data={"token": kept["refresh_token"], "client_id": confidential.client_id,
+                                            "client_secret": confidential.client_secret}).status_code == 200
+    assert _list_tools(http, kept["access_token"]) == 401
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_stateless_mcp_answers_405_to_a_stream_or_session_request(server, http, flow, tenant, method):
+    """No session and no server-initiated messages: a GET would hold a stream open that never carries
+    anything, so it answers 405 naming POST, as the Streamable HTTP transport allows."""
+    access = flow.tokens(tenant.operator_email, scope="parley:read")["access_token"]
+    for headers in ({"Authorization": f"Bearer {access}"}, {}):
+        refused = http.request(method, "/mcp", timeout=5, headers={
+            **headers, "Accept": "text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+        assert refused.status_code == 405 and refused.headers["Allow"] == "POST"
+    assert _list_tools(http, access) == 200
+
+
+def test_a_client_keeps_at_most_100_authorization_requests_waiting(server, http, flow, tenant):
+    """Past the cap, each new authorization request drops the client's oldest waiting one: the table stays
+    bounded per client, and the newest request still leads to a working consent page."""
+    _, challenge = pkce()
+    locations = [http.get(flow.authorize_url(challenge, state=f"s{i}")).headers["location"] for i in range(PENDING + 5)]
+    with psycopg.connect(server.database_url) as conn:
+        pending = conn.execute("SELECT count(*) FROM parley_oauth_requests WHERE client_id = %s",
+                               (flow.client_id,)).fetchone()[0]
+    assert pending == PENDING
+    assert "expired" in http.get(locations[0]).text
+    assert 'name="password"' in http.get(locations[-1]).text
+
+
+def test_a_phishing_client_cannot_ask_for_an_operator_token(server, http, tenant):
+    """Anyone may register a client named like the CLI with their own https redirect and send an operator
+    its authorization link for `{base}/api`: refused before any consent page, so no code ever goes there."""
+    phisher = Flow(http, server.base_url)
+    phisher.register(["https://attacker.example/callback"], client_name="Parley CLI (official)",
+                     token_endpoint_auth_method="none")
+    _, challenge = pkce()
+    refused = http.get(phisher.authorize_url(challenge, redirect_uri="https://attacker.example/callback",
+                                             resource=server.base_url + "/api"))
+    assert refused.status_code == 302
+    location = urlsplit(refused.headers["location"])
+    assert location.hostname == "attacker.example" and "code" not in parse_qs(location.query)
+    assert parse_qs(location.query)["error"] == ["invalid_target"]
+    with psycopg.connect(server.database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM parley_oauth_requests WHERE client_id = %s",
+                            (phisher.client_id,)).fetchone()[0] == 0
+
+
+def test_every_consent_page_names_where_the_answer_goes_and_marks_the_name_self_declared(server, tenant):
+    with browser(server.base_url) as http:
+        host = Flow(http, server.base_url)
+        host.register(["https://host.example/callback"], client_name="Parley CLI (official)")
+        _, challenge = pkce()
+        sign_in = http.get(http.get(host.authorize_url(challenge, redirect_uri="https://host.example/callback"))
+                           .headers["location"])
+        choose = http.post("/oauth/consent", data={**hidden_fields(sign_in.text), "email": tenant.operator_email,
+                                                   "password": PASSWORD})
+        for page in (sign_in, choose):
+            assert page.status_code == 200
+            assert "<b>host.example</b>" in page.text and "self-declared" in page.text
+            assert "<b>Parley CLI (official)</b>" in page.text
+
+
+def test_an_operator_token_from_the_login_flow_ends_after_its_lifetime(server, http, tenant):
+    """`parley login`'s token (resource `{base}/api`, loopback redirect) lives 30 days, then is refused."""
+    cli = Flow(http, server.base_url)
+    cli.register(client_name="Parley CLI", token_endpoint_auth_method="none")
+    verifier, challenge = pkce()
+    code = cli.code(tenant.operator_email, challenge, resource=server.base_url + "/api")
+    issued = cli.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=REDIRECT,
+                       resource=server.base_url + "/api")
+    assert issued.status_code == 200, issued.text
+    assert issued.json()["expires_in"] == API_TOKEN_SECONDS == 30 * 24 * 3600
+    operator = {"Authorization": f"Token {issued.json()['access_token']}"}
+    stored = hash_secret(issued.json()["access_token"])
+    assert http.get("/api/operators/me", headers=operator).status_code == 200
+    with psycopg.connect(server.database_url, autocommit=True) as conn:
+        left = conn.execute("SELECT extract(epoch FROM expires_at - now()) FROM rm_operator_tokens "
+                            "WHERE token_hash = %s", (stored,)).fetchone()[0]
+        assert API_TOKEN_SECONDS - 120 < left <= API_TOKEN_SECONDS
+        # its lifetime over (the read model's clock moved on, as 30 days would)
+        conn.execute("UPDATE rm_operator_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = %s",
+                     (stored,))
+    refused = http.get("/api/operators/me", headers=operator)
+    assert refused.status_code == 401
+    assert http.get("/api/websites", headers=operator).status_code == 401
+    assert http.get("/api/operators/me", headers=tenant.operator).status_code == 200  # a sign-in's token lives on

@@ -158,8 +158,9 @@ def test_behind_a_trusted_proxy_each_client_address_has_its_own_limit(proxied):
 
 
 def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):
-    """A password guesser spends their own address's budget of the OAuth endpoints (5 a minute here): the
-    sixth guess and their token requests answer 429 with Retry-After; an operator elsewhere signs in."""
+    """A password guesser spends their own address's budget of the OAuth endpoints (5 a minute here, the
+    authorization request and the consent page's view included): the fourth guess and their token requests
+    answer 429 with Retry-After; an operator elsewhere signs in."""
     tenant = make_tenant(proxied)
     with proxied.client() as http:
         def client_at(address: str) -> httpx.Client:
@@ -167,12 +168,13 @@ def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):
 
         operator, guesser = client_at("203.0.113.7"), client_at("203.0.113.66")
         with operator, guesser:
-            flow = Flow(operator, proxied.base_url)
-            flow.register()  # the operator's first of 5
+            registered = Flow(http, proxied.base_url)
+            registered.register()  # from the host's own address
+            flow = Flow(operator, proxied.base_url, registered.client_id, registered.client_secret)
             verifier, challenge = pkce()
             address = flow.authorize_url(challenge)
-            sign_in = guesser.get(guesser.get(address).headers["location"])  # GETs are not counted
-            for attempt in range(5):
+            sign_in = guesser.get(guesser.get(address).headers["location"])  # the guesser's first 2 of 5
+            for attempt in range(3):
                 guessed = guesser.post("/oauth/consent", data={**hidden_fields(sign_in.text),
                                                                "email": tenant.operator_email, "password": f"x{attempt}"})
                 assert guessed.status_code == 401 and "wrong password" in guessed.text
@@ -188,10 +190,31 @@ def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):
             assert_refused(guesser.post("/oauth/token", data={"grant_type": "authorization_code", "code": "x"}),
                            "signin", 5)
 
-            answer = _consent(operator, address, tenant.operator_email, PASSWORD, None, "allow")  # 2 and 3 of 5
-            issued = flow.exchange(answer["code"][0], verifier)  # 4 of 5
+            answer = _consent(operator, address, tenant.operator_email, PASSWORD, None, "allow")  # 1 to 4 of 5
+            issued = flow.exchange(answer["code"][0], verifier)  # 5 of 5
             assert issued.status_code == 200, issued.text
             assert rpc(http, issued.json()["access_token"], "tools/list").status_code == 200
+
+
+def test_hammering_the_authorization_endpoint_is_refused_and_writes_nothing_more(proxied):
+    """Each authorization request writes a row kept 15 minutes: it and the consent page's view count in the
+    sign-in limit, so a flood from one address stops at the limit (a page, since a browser is there)."""
+    with proxied.client() as http, httpx.Client(base_url=proxied.base_url, timeout=30,
+                                                 headers={"X-Forwarded-For": "203.0.113.99"}) as flooder:
+        registered = Flow(http, proxied.base_url)
+        registered.register()
+        address = registered.authorize_url(pkce()[1])
+        answers = [flooder.get(address) for _ in range(6)]
+        assert [a.status_code for a in answers] == [302] * 5 + [429]
+        assert answers[-1].headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "Too many sign-in attempts" in answers[-1].text
+        viewed = flooder.get(answers[0].headers["location"])  # the consent page's view counts too
+        assert viewed.status_code == 429 and "Too many sign-in attempts" in viewed.text
+        assert limit_of(viewed) | {"t": 0} == {"name": "signin", "q": 5, "w": WINDOW_SECONDS, "r": 0, "t": 0}
+        with psycopg.connect(proxied.database_url) as conn:
+            pending = conn.execute("SELECT count(*) FROM parley_oauth_requests WHERE client_id = %s",
+                                   (registered.client_id,)).fetchone()[0]
+        assert pending == 5
 
 
 @pytest.mark.parametrize("peer, forwarded_for, client", [

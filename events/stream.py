@@ -202,7 +202,7 @@ class Relay:
                         async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):
                             pass
             finally:
-                await _close(nc)
+                await close(nc)
 
     @staticmethod
     async def _listen(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
@@ -366,7 +366,7 @@ class Tail:
                 async for batch in self._batches_of(items, nc):
                     yield batch
         finally:
-            await _close(nc)
+            await close(nc)
 
     async def _store_is_ahead(self) -> bool:
         return bool(await asyncio.to_thread(self.store.read, self.position, 1))
@@ -423,7 +423,7 @@ async def _unless_closed(work: Awaitable[T], closed: asyncio.Event) -> T:
     return task.result()
 
 
-async def _close(nc: nats.NATS) -> None:
+async def close(nc: nats.NATS) -> None:
     try:
         await asyncio.wait_for(nc.close(), CONNECT_SECONDS)
     except Exception:  # noqa: BLE001 - closing a connection that is already gone

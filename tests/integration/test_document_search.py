@@ -228,8 +228,8 @@ def test_a_second_api_process_on_an_embedded_index_says_search_is_unavailable(in
     """Without PARLEY_QDRANT_URL each API process has an embedded index of its own, and only the process
     holding the search read model fills it: another answers search with 503 saying why (never an empty
     result), its /readyz says so while staying ready, and it takes over, re-indexing, once the first is gone."""
-    from tests.conftest import Server, make_server
-    from tests.test_webhooks import eventually
+    from tests.integration.test_webhooks import eventually
+    from tests.support.servers import Server, make_server
 
     first = make_server(infra, tmp_path / "first").start()
     second = Server(first.database_url, first.nats_url, first.env, tmp_path / "second")

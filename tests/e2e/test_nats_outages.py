@@ -9,10 +9,11 @@ from typing import Iterator
 import pytest
 
 from parley.embedded import EmbeddedNats
-from tests.conftest import Server, make_tenant, server_env
-from tests.receivers import Receiver
-from tests.test_webhooks import HOOK_ENV, create_conversation, create_customer, create_message, eventually, subscribe
-from tests.visitors import EventStream, visitor_with_conversation
+from tests.integration.test_webhooks import (HOOK_ENV, create_conversation, create_customer, create_message,
+                                             eventually, subscribe)
+from tests.support.receivers import Receiver
+from tests.support.servers import Server, make_tenant, server_env
+from tests.support.visitors import EventStream, visitor_with_conversation
 
 OUTAGE_SECONDS = 30.0
 WRITE_EVERY_SECONDS = 3.0

@@ -65,10 +65,15 @@ async def _quiet(_: Exception) -> None:
 
 
 async def connect(url: str, **callbacks) -> nats.NATS:
-    """A connection that fails rather than retries: with NATS down, `connect` raises at once (nats-py
-    would otherwise retry forever inside it) and a lost connection closes for good. Its users fall back
-    on the event store meanwhile and connect again later (see `Tail`), or restart (the relay)."""
-    return await nats.connect(url, allow_reconnect=False, connect_timeout=CONNECT_SECONDS, name="parley",
+    """A connection that fails rather than retries: with NATS down, `connect` raises at once (refused) or
+    within two CONNECT_SECONDS (no answer), and a lost connection closes for good. Its users fall back on
+    the event store meanwhile and connect again later (see `Tail`), or restart (the relay).
+
+    `allow_reconnect=False` alone does not do it: nats-py still tries each server again inside `connect`,
+    `reconnect_time_wait` (2 s) apart, until it has failed `max_reconnect_attempts` times (60 by default,
+    0 or less meaning forever). One retry, at once, is the least it allows."""
+    return await nats.connect(url, allow_reconnect=False, connect_timeout=CONNECT_SECONDS,
+                              max_reconnect_attempts=1, reconnect_time_wait=0, name="parley",
                               error_cb=_quiet, **callbacks)
 
 
@@ -197,7 +202,7 @@ class Relay:
                         async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):
                             pass
             finally:
-                await _close(nc)
+                await close(nc)
 
     @staticmethod
     async def _listen(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
@@ -361,7 +366,7 @@ class Tail:
                 async for batch in self._batches_of(items, nc):
                     yield batch
         finally:
-            await _close(nc)
+            await close(nc)
 
     async def _store_is_ahead(self) -> bool:
         return bool(await asyncio.to_thread(self.store.read, self.position, 1))
@@ -418,7 +423,7 @@ async def _unless_closed(work: Awaitable[T], closed: asyncio.Event) -> T:
     return task.result()
 
 
-async def _close(nc: nats.NATS) -> None:
+async def close(nc: nats.NATS) -> None:
     try:
         await asyncio.wait_for(nc.close(), CONNECT_SECONDS)
     except Exception:  # noqa: BLE001 - closing a connection that is already gone

@@ -290,6 +290,7 @@ class ProjectionRunner:
         self.stored: dict[str, int] = {}  # where the positions table has it
         self._store_by: float | None = None  # when positions kept in memory must be stored
         self.tail: stream.Tail | None = None  # how the log reaches the group (the stream, or the store)
+        self.standby = False  # another process holds the group: this one waits to take over
 
     async def run(self) -> None:
         await keep_running(f"projections {self.name}", self._run_once, log)
@@ -297,7 +298,9 @@ class ProjectionRunner:
     async def _run_once(self) -> None:
         async with await connect(self.database_url) as conn:
             while not await self._lock_all(conn):
+                self.standby = True
                 await asyncio.sleep(1.0)
+            self.standby = False
             await ensure_tables(conn, *self.projections)
             self._store_by = None
             self.positions = self.stored = await catch_up(

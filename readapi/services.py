@@ -92,6 +92,8 @@ class Services:
     clock: Callable[[], datetime] = now  # the wall clock; tests of time-dependent answers substitute it
     credentials: KnownCredentials = field(default_factory=KnownCredentials)
     base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
+    # why this process cannot search its index now (it is another process's to fill), or None
+    search_unavailable: Callable[[], str | None] = lambda: None
 
 
 def services(request: Request) -> Services:

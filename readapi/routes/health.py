@@ -33,10 +33,16 @@ class ReadModel(msgspec.Struct):
     lag: int  # events in the store that the read model has not applied yet
 
 
+class Search(msgspec.Struct, omit_defaults=True):
+    available: bool  # this process's search answers from an index that is kept (not another process's)
+    error: str | None = None
+
+
 class Readiness(msgspec.Struct, rename="camel", omit_defaults=True):
     status: str  # "ready" or "not ready"
     postgres: Dependency
     nats: Dependency
+    search: Search
     head: int | None = None  # the store's latest position
     read_models: dict[str, ReadModel] | None = None
 
@@ -54,7 +60,10 @@ async def readyz(request: Request) -> Response:
     postgres, head, read_models = await _postgres(request)
     nats = await _nats(services(request).nats_url)
     ready = postgres.reachable and nats.reachable
-    readiness = Readiness("ready" if ready else "not ready", postgres, nats, head, read_models)
+    # search alone unavailable leaves the process ready: it serves everything else
+    search_error = services(request).search_unavailable()
+    readiness = Readiness("ready" if ready else "not ready", postgres, nats,
+                          Search(search_error is None, search_error), head, read_models)
     return json_response(readiness, status=200 if ready else 503)
 
 

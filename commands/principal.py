@@ -6,7 +6,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
-from events.types import Actor
+from events.types import Actor, Role
+
+# owner ≥ admin ≥ agent: a role may do what the roles below it may
+RANK: dict[str, int] = {"agent": 0, "admin": 1, "owner": 2}
 
 ALL_SCOPES = frozenset({
     "conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
@@ -27,10 +30,16 @@ class Principal:
     # The credential generation it was looked up at: a write made for it is refused once a revocation
     # has moved the generation on (None: not looked up, as the CLI's own principals).
     generation: int | None = None
+    # The operator's role in `org_id`; None for what is no operator (an API key, a visitor's chat session).
+    role: Role | None = None
 
     @property
     def is_operator(self) -> bool:
         return self.kind == "operator"
+
+    def has_role(self, wanted: Role) -> bool:
+        """Whether the operator's role is `wanted` or above it."""
+        return self.role is not None and RANK[self.role] >= RANK[wanted]
 
     @property
     def actor(self) -> Actor:

@@ -6,8 +6,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
-from events.types import Actor, Role
+from events.types import Actor
 
+# What an operator may do in an organization, one role per membership: `owner` everything, `admin` the
+# workspace's settings, keys and team, `agent` the conversations, customers and help documents.
+Role = Literal["owner", "admin", "agent"]
 # owner ≥ admin ≥ agent: a role may do what the roles below it may
 RANK: dict[str, int] = {"agent": 0, "admin": 1, "owner": 2}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Callable, Literal, TypeVar
+from typing import Any, Callable, TypeVar
 
 import msgspec
 
@@ -84,11 +84,6 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str
 
 
-# What an operator may do in an organization: `owner` everything, `admin` the workspace's settings, keys and
-# team, `agent` the conversations, customers and help documents. Each membership has its own.
-Role = Literal["owner", "admin", "agent"]
-
-
 @public("operator_id", "email", "role", "display_name")  # never the password hash
 class OperatorCreated(Event, frozen=True):
     """The operator, a member of `org_id` with `role` (events recorded before roles existed read as owners:
@@ -97,7 +92,7 @@ class OperatorCreated(Event, frozen=True):
     operator_id: uuid.UUID
     email: str
     password_hash: str
-    role: Role = "owner"
+    role: str = "owner"  # owner, admin or agent (commands/principal.py `Role`)
     display_name: str | None = None
 
 
@@ -118,7 +113,7 @@ class OperatorOrgAdded(Event, frozen=True):
     """The operator also belongs to `org_id` (beside the organization it was created in), with `role`."""
 
     operator_id: uuid.UUID
-    role: Role = "owner"
+    role: str = "owner"
 
 
 @public("operator_id")
@@ -140,7 +135,7 @@ class OperatorRoleChanged(Event, frozen=True):
     """The operator's role in `org_id` is now `role`."""
 
     operator_id: uuid.UUID
-    role: Role
+    role: str
 
 
 @public("operator_id")

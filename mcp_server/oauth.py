@@ -32,7 +32,7 @@ from starlette.requests import Request
 
 from mcp_server.keys import ACCESS_TOKEN_SECONDS, ALGORITHM, SigningKeys
 from events.ids import new_id, parse_id
-from events.types import Role
+from commands.principal import Role
 from projections.views.operators import admitted_role
 
 READ, WRITE = "parley:read", "parley:write"

@@ -14,12 +14,12 @@ from typing import Literal, get_args
 from msgspec import UNSET, UnsetType
 
 from commands.errors import Conflict, Forbidden, Invalid, NotFound
-from commands.principal import RANK
+from commands.principal import RANK, Role
 from commands.streams import Folded
 from events import types as ev
 from events.store import Pending, Recorded
 
-ROLES: tuple[ev.Role, ...] = get_args(ev.Role)
+ROLES: tuple[Role, ...] = get_args(Role)
 Status = Literal["active", "disabled"]
 MAX_DISPLAY_NAME = 100
 
@@ -29,7 +29,7 @@ def outranks(role: str | None, wanted: str) -> bool:
     return role in RANK and RANK[role] >= RANK[wanted]
 
 
-def check_role(role: str, field_name: str = "role") -> ev.Role:
+def check_role(role: str, field_name: str = "role") -> Role:
     if role not in ROLES:
         raise Invalid(f"the role is one of {', '.join(ROLES)}", field_name)
     return role  # type: ignore[return-value]
@@ -45,7 +45,7 @@ def check_display_name(name: str | None) -> str | None:
 
 @dataclass
 class Membership:
-    role: ev.Role
+    role: Role
     status: Status = "active"
 
 
@@ -103,7 +103,7 @@ class Team:
         return {operator_id for operator_id, operator in self.members.items()
                 if (m := operator.memberships.get(self.org_id)) and m.role == "owner" and m.status == "active"}
 
-    def default_role(self) -> ev.Role:
+    def default_role(self) -> Role:
         """The role of an operator created without one: the first of an organization owns it."""
         return "agent" if any(self.org_id in operator.memberships for operator in self.members.values()) else "owner"
 
@@ -122,7 +122,7 @@ def _keeps_an_owner(team: Team, operator_id: uuid.UUID, what: str) -> None:
 
 
 def decide_change(team: Team, actor_role: str | None, operator_id: uuid.UUID, at: datetime, *,
-                  role: ev.Role | None = None, status: Status | None = None,
+                  role: Role | None = None, status: Status | None = None,
                   display_name: str | None | UnsetType = UNSET) -> list[Pending]:
     """A manager changes a member's role, status and display name (those given), all or none of them."""
     operator, membership = team.member(operator_id)
@@ -158,7 +158,7 @@ def decide_display_name(operator: Operator, org_id: uuid.UUID, display_name: str
                                                      display_name=display_name))
 
 
-def decide_join(operator: Operator, org_id: uuid.UUID, role: ev.Role, at: datetime) -> list[Pending]:
+def decide_join(operator: Operator, org_id: uuid.UUID, role: Role, at: datetime) -> list[Pending]:
     """The operator joins `org_id` (nothing new when it is a member already)."""
     if org_id in operator.memberships:
         return []

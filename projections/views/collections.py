@@ -18,7 +18,7 @@ from commands.principal import Principal
 from commands.webhooks import EventName
 from events import types as ev
 from events.ids import parse_id
-from events.types import Role
+from commands.principal import Role
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",

@@ -11,7 +11,7 @@ from datetime import datetime
 import msgspec
 import psycopg
 
-from events.types import Role
+from commands.principal import Role
 
 
 class Session(msgspec.Struct, rename="camel"):

@@ -33,7 +33,10 @@ class ProfileChange(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
 
 def load_team(store: EventStore, org_id: uuid.UUID, member_ids: Iterable[uuid.UUID]) -> Team:
     """The members among `member_ids` (the read model's list of the organization's operators), each folded
-    from its stream: the read model names whom to load, the store tells what they are."""
+    from its stream: the read model names whom to load, the store tells what they are. A member the read
+    model does not list yet only makes the last-owner rule stricter. The store orders one stream at a
+    time, so two changes of two different members at the same instant are each decided on the other's
+    former state: the rule holds for changes made one after the other."""
     members = {}
     for operator_id in set(member_ids):
         history = store.load(operator_id)

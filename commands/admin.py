@@ -13,6 +13,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from commands.deciders.api_key import ApiKey, decide_revoke, fold_api_key
+from commands.deciders.operator import check_display_name, check_role, decide_join, fold_operator
 from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import ALL_SCOPES
 from commands.streams import execute, load, name_stream, now
@@ -83,19 +84,23 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
     return Created(website_id, position), identity_secret
 
 
-def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str) -> tuple[Created, str]:
+def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str, role: str = "owner",
+                    display_name: str | None = None) -> tuple[Created, str]:
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
     email = email.strip().lower()
     if len(email) > MAX_EMAIL or not EMAIL.match(email):
         raise Invalid(f"not an e-mail address of at most {MAX_EMAIL} characters", "email")
     if len(password) < 8:
         raise Invalid("the password needs at least 8 characters", "password")
+    created_role = check_role(role)
+    display_name = check_display_name(display_name)
     operator_id = new_id()
     try:
         store.append(
             _reserve("operator-email", email, org_id, operator_id),
             Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id, email=email,
-                                                       password_hash=_passwords.hash(password))),
+                                                       password_hash=_passwords.hash(password), role=created_role,
+                                                       display_name=display_name)),
         )
     except StreamConflict:
         raise Conflict("an operator with this e-mail address exists", "email") from None
@@ -135,27 +140,15 @@ def operator_by_email(store: EventStore, email: str) -> tuple[uuid.UUID, list]:
     return operator_id, store.load(operator_id)
 
 
-def memberships(history: list) -> set[uuid.UUID]:
-    """The organizations an operator belongs to, from its stream: the one it was created in, and those added."""
-    orgs: set[uuid.UUID] = set()
-    for recorded in history:
-        event = recorded.event
-        if isinstance(event, (ev.OperatorCreated, ev.OperatorOrgAdded)):
-            orgs.add(event.org_id)
-        elif isinstance(event, ev.OperatorOrgRemoved):
-            orgs.discard(event.org_id)
-    return orgs
-
-
-def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
-    """The operator also belongs to `org_id`; it keeps signing in as before (to the organization it was
-    created in), and the MCP consent page offers every organization it belongs to."""
+def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID, role: str = "owner") -> Created:
+    """The operator also belongs to `org_id`, with `role`; it keeps signing in as before (to the organization
+    it was created in), and the MCP consent page offers every organization it belongs to."""
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
-    operator_id, history = operator_by_email(store, email)
-    if org_id in memberships(history):
-        return Created(operator_id, store.org_position(org_id))
-    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgAdded(
-        org_id=org_id, at=now(), operator_id=operator_id))))
+    joined_role = check_role(role)
+    operator_id, _ = operator_by_email(store, email)
+    appended = execute(store, org_id, lambda: fold_operator(store.load(operator_id)),
+                       lambda operator: decide_join(operator, org_id, joined_role, now()))
+    return Created(operator_id, appended.position)
 
 
 def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
@@ -163,7 +156,7 @@ def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Cre
     operator_id, history = operator_by_email(store, email)
     if history[0].event.org_id == org_id:
         raise Invalid("an operator cannot leave the organization it was created in", "org")
-    if org_id not in memberships(history):
+    if org_id not in fold_operator(history).memberships:
         raise NotFound("the operator is not a member of this organization", "org")
     return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgRemoved(
         org_id=org_id, at=now(), operator_id=operator_id))))

@@ -9,6 +9,12 @@ from typing import Literal
 
 from events.types import Actor
 
+# What an operator may do in an organization, one role per membership: `owner` everything, `admin` the
+# workspace's settings, keys and team, `agent` the conversations, customers and help documents.
+Role = Literal["owner", "admin", "agent"]
+# owner ≥ admin ≥ agent: a role may do what the roles below it may
+RANK: dict[str, int] = {"agent": 0, "admin": 1, "owner": 2}
+
 ALL_SCOPES = frozenset({
     "conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
     "messages:read", "messages:write", "websites:read",
@@ -28,6 +34,8 @@ class Principal:
     # The credential generation it was looked up at: a write made for it is refused once a revocation
     # has moved the generation on (None: not looked up, as the CLI's own principals).
     generation: int | None = None
+    # The operator's role in `org_id`; None for what is no operator (an API key, a visitor's chat session).
+    role: Role | None = None
     expires_at: datetime | None = None  # a credential that ends by itself (a `parley login` token)
 
     def expired(self) -> bool:
@@ -36,6 +44,10 @@ class Principal:
     @property
     def is_operator(self) -> bool:
         return self.kind == "operator"
+
+    def has_role(self, wanted: Role) -> bool:
+        """Whether the operator's role is `wanted` or above it."""
+        return self.role is not None and RANK[self.role] >= RANK[wanted]
 
     @property
     def actor(self) -> Actor:

@@ -84,11 +84,16 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str
 
 
-@public("operator_id", "email")  # never the password hash
+@public("operator_id", "email", "role", "display_name")  # never the password hash
 class OperatorCreated(Event, frozen=True):
+    """The operator, a member of `org_id` with `role` (events recorded before roles existed read as owners:
+    every operator could do everything then)."""
+
     operator_id: uuid.UUID
     email: str
     password_hash: str
+    role: str = "owner"  # owner, admin or agent (commands/principal.py `Role`)
+    display_name: str | None = None
 
 
 @public("token_id", "operator_id")  # never the token's hash
@@ -104,15 +109,18 @@ class OperatorTokenRevoked(Event, frozen=True):
     token_id: uuid.UUID
 
 
-@public("operator_id")  # the organization joined is the event's own org_id
+@public("operator_id", "role")  # the organization joined is the event's own org_id
 class OperatorOrgAdded(Event, frozen=True):
-    """The operator also belongs to `org_id` (beside the organization it was created in)."""
+    """The operator also belongs to `org_id` (beside the organization it was created in), with `role`."""
 
     operator_id: uuid.UUID
+    role: str = "owner"
 
 
 @public("operator_id")
 class OperatorOrgRemoved(Event, frozen=True):
+    """The operator no longer belongs to `org_id`: its sessions there end; what it did stays."""
+
     operator_id: uuid.UUID
 
 
@@ -121,6 +129,37 @@ class OperatorSessionsRevoked(Event, frozen=True):
     """Every session of the operator issued before `at` ends: its access tokens and its MCP connections."""
 
     operator_id: uuid.UUID
+
+
+@public("operator_id", "role")
+class OperatorRoleChanged(Event, frozen=True):
+    """The operator's role in `org_id` is now `role`."""
+
+    operator_id: uuid.UUID
+    role: str
+
+
+@public("operator_id")
+class OperatorDisabled(Event, frozen=True):
+    """The operator's membership of `org_id` is suspended: its sessions there end and it cannot sign in to
+    it; what it did stays."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id")
+class OperatorEnabled(Event, frozen=True):
+    """A disabled membership of `org_id` is active again (the operator signs in anew)."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id", "display_name")
+class OperatorProfileChanged(Event, frozen=True):
+    """The name the operator is shown by to visitors and to the team (never the e-mail address)."""
+
+    operator_id: uuid.UUID
+    display_name: str | None
 
 
 @public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
@@ -544,6 +583,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorOrgAdded,
     OperatorOrgRemoved,
     OperatorSessionsRevoked,
+    OperatorRoleChanged,
+    OperatorDisabled,
+    OperatorEnabled,
+    OperatorProfileChanged,
     ApiKeyCreated,
     ApiKeyRevoked,
     CustomerCreated,

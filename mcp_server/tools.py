@@ -74,7 +74,7 @@ def principal() -> tuple[Principal, int]:
     if access is None:  # the gate lets no request through without one
         raise ToolError("not authenticated")
     return Principal("operator", uuid.UUID(access.org_id), uuid.UUID(access.grant_id), ALL_SCOPES,
-                     operator_id=uuid.UUID(access.subject)), access.position
+                     operator_id=uuid.UUID(access.subject), role=access.role), access.position
 
 
 def refusals(tool):

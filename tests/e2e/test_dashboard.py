@@ -5,6 +5,7 @@ and every page's text shown as text."""
 from __future__ import annotations
 
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -216,6 +217,17 @@ def test_an_api_key_created_in_the_dashboard_works_and_its_secret_is_shown_once(
     page.wait_for_selector("tbody tr >> text=Revoked")
     assert http.get("/api/websites", headers=basic(secret)).status_code == 401
     dashboard.assert_clean()
+
+
+def test_an_agent_sees_only_the_pages_its_role_may_use(context, server, tenant):
+    agent = tenant.add_operator("agent")
+    page = Dashboard(context, server, dataclasses.replace(tenant, operator_email=agent.email)).sign_in().page
+    assert page.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Reports"]
+    answers = []
+    page.on("response", lambda response: answers.append(response.status) if "/api/apikeys" in response.url else None)
+    page.goto(server.base_url + "/app/keys")
+    page.locator(".role-refused", has_text="Your role (agent) cannot use API keys").wait_for()
+    assert answers == []  # the page says so rather than send requests bound to fail
 
 
 def test_a_document_created_in_the_dashboard_is_found_by_the_search_box(dashboard, tenant):

@@ -170,6 +170,15 @@ def token(value: str) -> dict[str, str]:
     return {"Authorization": f"Token {value}"}
 
 
+@dataclass(frozen=True)
+class Colleague:
+    """An operator added to a tenant's organization: its id, e-mail address and token's headers."""
+
+    id: uuid.UUID
+    email: str
+    headers: dict[str, str]
+
+
 @dataclass
 class Tenant:
     """An organization with one website, one operator and helpers to mint API keys."""
@@ -199,6 +208,17 @@ class Tenant:
             store.close()
         self.server.wait_projected(created.position)
         return created.id, basic(secret)
+
+    def add_operator(self, role: str) -> Colleague:
+        """Another operator of the organization, with `role`."""
+        email = f"{role}-{uuid.uuid4().hex[:8]}@example.com"
+        store = self.server.store()
+        try:
+            created, secret = admin.create_operator(store, self.org_id, email, "correct horse", role)
+        finally:
+            store.close()
+        self.server.wait_projected(created.position)
+        return Colleague(created.id, email, token(secret))
 
     def add_website(self, name: str | None = None) -> tuple[uuid.UUID, str]:
         store = self.server.store()

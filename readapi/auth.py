@@ -14,7 +14,7 @@ from litestar.handlers import BaseRouteHandler
 
 from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
-from commands.principal import Principal
+from commands.principal import Principal, Role
 from events.store import CredentialsChanged
 from projections.views.credentials import principal_of
 from readapi.cors import check_origin
@@ -48,6 +48,8 @@ class Auth:
 
     accept: tuple[Kind, ...] = ("operator", "apikey")
     scope: str | None = None
+    # the least operator role in the organization (owner > admin > agent); API keys are held to `scope`
+    role: Role | None = None
     # a hot write: its handler authenticates through `with_principal`, which trusts a principal this process
     # kept from an earlier request (no lookup) because the store refuses the append once it was revoked
     kept: bool = False
@@ -59,6 +61,8 @@ class Auth:
 
 PUBLIC = Auth(())
 OPERATOR = Auth(("operator",))
+ADMIN = Auth(("operator",), role="admin")  # websites' settings, webhooks, API keys, the team, campaigns, exports
+OWNER = Auth(("operator",), role="owner")  # the organization's own settings
 VISITOR = Auth(("chat",))
 
 
@@ -142,6 +146,8 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
         raise Forbidden(f"this endpoint does not accept {principal.kind} credentials")
     if auth.scope is not None and auth.scope not in principal.scopes:
         raise Forbidden(f"the API key lacks the {auth.scope} scope")
+    if auth.role is not None and principal.is_operator and not principal.has_role(auth.role):
+        raise Forbidden(f"this needs the {auth.role} role or above; yours is {principal.role}")
     if principal.kind == "chat":
         await check_origin(request, principal.website_id)
     request.state.principal = principal

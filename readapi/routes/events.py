@@ -76,7 +76,7 @@ async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow
 
 
 @describe("The organization's event history as NDJSON, then live with `follow=true`",
-          Auth(scope="events:read"), answer="One JSON object per line: each event in its public shape, in position "
+          Auth(scope="events:read", role="admin"), answer="One JSON object per line: each event in its public shape, in position "
           "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY)
 @get("/api/events")
 async def stream_events(request: Request, principal: Authenticated) -> Stream:
@@ -131,7 +131,7 @@ async def zipped_export(database_url: str, flt: HistoryFilter, fmt: Format) -> A
 
 
 @describe("The organization's event history as a zip of Parquet files (one per event type) or JSON Lines",
-          Auth(scope="events:read"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
+          Auth(scope="events:read", role="admin"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
           media_type="application/zip",
           query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS))
 @get("/api/events/export")

@@ -7,23 +7,14 @@ from litestar import Request, Response, delete, patch
 from litestar.params import FromPath
 
 from commands import team
-from commands.errors import Forbidden
 from commands.principal import Principal
 from events.ids import parse_id
 from projections.views.collections import OPERATORS, Operator
 from projections.views.operators import member_ids
-from readapi.auth import OPERATOR, authenticate
+from readapi.auth import ADMIN, OPERATOR, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
-from readapi.services import POSITION_HEADER, decode_body, run_command, services, written
-
-
-async def manager(request: Request) -> Principal:
-    """An operator whose role manages the team (admin or owner)."""
-    principal = await authenticate(request, accept=("operator",))
-    if not principal.has_role("admin"):
-        raise Forbidden("your role cannot manage operators")
-    return principal
+from readapi.services import POSITION_HEADER, run_command, services, written
 
 
 async def team_ids(request: Request, principal: Principal) -> list:
@@ -34,31 +25,27 @@ async def team_ids(request: Request, principal: Principal) -> list:
 @describe("Change your own profile (the display name visitors and the team see)", OPERATOR,
           body=team.ProfileChange, answer=Operator, example={"displayName": "Ada"})
 @patch("/api/operators/me")
-async def change_profile(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, team.ProfileChange)
-    created = await run_command(request, team.change_profile, principal, body)
+async def change_profile(request: Request, principal: Authenticated, payload: Decoded[team.ProfileChange]) -> Response:
+    created = await run_command(request, team.change_profile, principal, payload)
     return await one_response(request, OPERATORS, principal, principal.operator_id, created=created)
 
 
 @describe("Change an operator's role, status or display name (admins and owners; the owner role is an "
           "owner's to give or take; the last owner stays one). Disabling ends the operator's sessions in the "
-          "organization and refuses its sign-in until it is active again", OPERATOR, body=team.OperatorChange,
+          "organization and refuses its sign-in until it is active again", ADMIN, body=team.OperatorChange,
           answer=Operator, errors=(403, 404, 409), example={"role": "admin"})
 @patch("/api/operators/{operator_id:str}")
-async def change_operator(request: Request, operator_id: FromPath[str]) -> Response:
-    principal = await manager(request)
-    body = await decode_body(request, team.OperatorChange)
-    created = await run_command(request, team.change_operator, principal, parse_id(operator_id), body,
+async def change_operator(request: Request, operator_id: FromPath[str], principal: Authenticated,
+                          payload: Decoded[team.OperatorChange]) -> Response:
+    created = await run_command(request, team.change_operator, principal, parse_id(operator_id), payload,
                                 await team_ids(request, principal))
     return await one_response(request, OPERATORS, principal, created.id, created=created)
 
 
 @describe("Remove an operator from the organization (admins and owners; never its last owner): its sessions "
-          "there end, what it did stays", OPERATOR, status=204, errors=(403, 404, 409))
+          "there end, what it did stays", ADMIN, status=204, errors=(403, 404, 409))
 @delete("/api/operators/{operator_id:str}", status_code=200)  # the Response below sets 204
-async def remove_operator(request: Request, operator_id: FromPath[str]) -> Response:
-    principal = await manager(request)
+async def remove_operator(request: Request, operator_id: FromPath[str], principal: Authenticated) -> Response:
     created = await run_command(request, team.remove_operator, principal, parse_id(operator_id),
                                 await team_ids(request, principal))
     await written(request, created)

@@ -4,7 +4,8 @@ The relay publishes the log in order with `Nats-Msg-Id` set to the position, so 
 and publish only re-publishes (JetStream drops the duplicate). Each message also names the position
 published before it, so a consumer can tell a gap (a wiped or trimmed stream, a lost publish) from a
 normal jump, and catches up from the store.
-Only one relay runs at a time across all processes: it holds a PostgreSQL advisory lock.
+Only one relay runs at a time across all processes: it holds the `relay` lease (`events.leadership`), and
+checks it before each publish, so a relay that wakes from a freeze after another took over publishes nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from nats.js.errors import NotFoundError
 
 from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
                           decode_event)
+from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
@@ -35,7 +37,6 @@ DEFAULT_STREAM = "PARLEY_EVENTS"
 POSITION = "Nats-Msg-Id"  # the event's position: the id JetStream deduplicates on is the position itself
 PREVIOUS = "Parley-Previous-Position"
 STREAM_ID = "Parley-Stream"
-RELAY_LOCK = 0x7061726C6579  # "parley"
 BATCH = 500
 # The relay lets events gather in proportion to the load: after a batch of n events it reads the next at
 # most PACE_SECONDS * min(1, n / PACE_FILL) after the last read. Under load (PACE_FILL events or more a
@@ -164,19 +165,24 @@ def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[
 
 class Relay:
     def __init__(self, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM,
-                 max_messages: int = STREAM_MAX_MESSAGES):
+                 max_messages: int = STREAM_MAX_MESSAGES, lease_seconds: float = DEFAULT_LEASE_SECONDS):
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream
         self.max_messages = max_messages
+        self.lease = Lease(database_url, "relay", lease_seconds)
 
     async def run(self) -> None:
         await keep_running("relay", self._run_once, log)
 
     async def _run_once(self) -> None:
+        await self.lease.lead(self._relay)
+
+    async def _relay(self, fence: Fence) -> None:
+        """Publishes the log while it leads. A batch read before a freeze and published after a takeover
+        could only repeat positions the stream holds: `fence.check` refuses it before it leaves, and were
+        it to slip through, JetStream drops a repeated `Nats-Msg-Id` and consumers skip a passed position."""
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (RELAY_LOCK,))).fetchone())[0]:
-                await asyncio.sleep(1.0)
             await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
             nc = await connect(self.nats_url)
             try:
@@ -197,6 +203,7 @@ class Relay:
                         await conn.execute(f"UPDATE {RELAY_LISTENING} SET listening = false")
                         listening = False
                     if batch:
+                        fence.check()
                         published = await self._publish(nc, js, batch, published)
                     if listening and len(batch) < BATCH:
                         async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):

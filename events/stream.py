@@ -72,8 +72,11 @@ async def connect(url: str, **callbacks) -> nats.NATS:
 
     `allow_reconnect=False` alone does not do it: nats-py still tries each server again inside `connect`,
     `reconnect_time_wait` (2 s) apart, until it has failed `max_reconnect_attempts` times (60 by default,
-    0 or less meaning forever). One retry, at once, is the least it allows."""
-    return await nats.connect(url, allow_reconnect=False, connect_timeout=CONNECT_SECONDS,
+    0 or less meaning forever). One retry, at once, is the least it allows.
+
+    `url` may name several servers of a cluster, comma-separated: the connection is made to any of them."""
+    servers = [server.strip() for server in url.split(",") if server.strip()]
+    return await nats.connect(servers, allow_reconnect=False, connect_timeout=CONNECT_SECONDS,
                               max_reconnect_attempts=1, reconnect_time_wait=0, name="parley",
                               error_cb=_quiet, **callbacks)
 
@@ -82,18 +85,36 @@ def subject_of(stream: str) -> str:
     return f"parley.{stream.lower()}"
 
 
-async def ensure_stream(js: JetStreamContext, stream: str, max_messages: int | None = None) -> None:
-    """Creates the stream when it is missing. The relay, which owns it, passes its limit, which is then also
-    set on a stream made before (consumers only make sure it exists, so they never undo the relay's)."""
+async def ensure_stream(js: JetStreamContext, stream: str, max_messages: int | None = None,
+                        replicas: int | None = None) -> list[str]:
+    """Creates the stream when it is missing. The relay, which owns it, passes its limit and replicas, which
+    are then also set on a stream made before (consumers only make sure it exists, so they never undo the
+    relay's). An update never weakens the stream: more replicas than asked for, or file storage, are kept,
+    and the mismatches are returned (and logged)."""
     config = StreamConfig(name=stream, subjects=[subject_of(stream)], storage=StorageType.FILE,
-                          max_msgs=max_messages or STREAM_MAX_MESSAGES, discard=DiscardPolicy.OLD)
+                          max_msgs=max_messages or STREAM_MAX_MESSAGES, discard=DiscardPolicy.OLD,
+                          num_replicas=replicas or 1)
     try:
         info = await js.stream_info(stream)
     except NotFoundError:
         await js.add_stream(config)
-        return
-    if max_messages is not None and info.config.max_msgs != max_messages:
+        return []
+    if max_messages is None:
+        return []
+    existing, mismatches = info.config, []
+    if (existing.num_replicas or 1) > config.num_replicas:
+        mismatches.append(f"the stream {stream} has {existing.num_replicas} replicas, more than the "
+                          f"{config.num_replicas} asked for: kept")
+        config.num_replicas = existing.num_replicas
+    if existing.storage != config.storage:
+        mismatches.append(f"the stream {stream} is stored in {existing.storage}, not in {config.storage}: kept "
+                          "(a stream's storage cannot change)")
+        config.storage = existing.storage
+    for mismatch in mismatches:
+        log.warning("%s", mismatch)
+    if existing.max_msgs != config.max_msgs or (existing.num_replicas or 1) != config.num_replicas:
         await js.update_stream(config)
+    return mismatches
 
 
 def position_of(msg: Msg) -> int:
@@ -165,11 +186,13 @@ def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[
 
 class Relay:
     def __init__(self, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM,
-                 max_messages: int = STREAM_MAX_MESSAGES, lease_seconds: float = DEFAULT_LEASE_SECONDS):
+                 max_messages: int = STREAM_MAX_MESSAGES, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                 replicas: int = 1):
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream
         self.max_messages = max_messages
+        self.replicas = replicas
         self.lease = Lease(database_url, "relay", lease_seconds)
 
     async def run(self) -> None:
@@ -187,7 +210,7 @@ class Relay:
             nc = await connect(self.nats_url)
             try:
                 js = nc.jetstream()
-                await ensure_stream(js, self.stream, self.max_messages)
+                await ensure_stream(js, self.stream, self.max_messages, self.replicas)
                 published = await last_published(js, self.stream)
                 loop = asyncio.get_running_loop()
                 read_at, batch, listening = 0.0, [], None  # whether appends notify: unknown at first

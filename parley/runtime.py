@@ -214,7 +214,8 @@ class Runtime:
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
             Relay(self.database_url, self.nats_url, self.settings.nats_stream,
-                  lease_seconds=self.settings.leader_lease_seconds).run(), name="relay"))
+                  lease_seconds=self.settings.leader_lease_seconds,
+                  replicas=self.settings.nats_replicas).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
         self._run_projections(shared)
         for name in RUNS_ALONE:

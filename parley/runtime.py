@@ -77,7 +77,8 @@ EMBEDDED_INDEX_ELSEWHERE = (
 # needs; each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings)),
-    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size),
+    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
+                                  r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings)),
 }
 
@@ -212,7 +213,9 @@ class Runtime:
 
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
-            Relay(self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
+            Relay(self.database_url, self.nats_url, self.settings.nats_stream,
+                  lease_seconds=self.settings.leader_lease_seconds,
+                  replicas=self.settings.nats_replicas).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
         self._run_projections(shared)
         for name in RUNS_ALONE:
@@ -223,7 +226,7 @@ class Runtime:
 
     def _run_projections(self, group: list[Projection], on_reached=None) -> ProjectionRunner:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
-                                  on_reached)
+                                  on_reached, self.settings.leader_lease_seconds)
         self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
         return runner
 

@@ -23,7 +23,9 @@ import uvloop
 
 from commands import admin, agent
 from commands.errors import CommandError
+from events import origin
 from events.store import EventStore
+from events.types import Origin
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
@@ -172,6 +174,7 @@ def _store_session(settings: Settings) -> Iterator[tuple[Infrastructure, EventSt
 
 
 def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
+    origin.acting(Origin("cli"))  # the server's shell: whoever has it, from the machine itself
     with _store_session(_settings(args)) as (infra, store):
         result, position = command(store)
         asyncio.run(_make_usable(infra, store, position))

@@ -146,7 +146,9 @@ def recorded_values(event: ev.Event, rule: Audited) -> dict[str, Any]:
             continue
         public = name in allowed or (rule.merged is not None and rule.merged in allowed
                                      and name not in event.__struct_fields__)
-        values[_camel(name)] = msgspec.to_builtins(value) if public else _digest(msgspec.to_builtins(value))
+        # a private field's absence is no secret: only a value is masked
+        values[_camel(name)] = msgspec.to_builtins(value) if public or value is None else _digest(
+            msgspec.to_builtins(value))
     return values
 
 

@@ -13,6 +13,7 @@ const PAGES = {
   websites: ["Websites", "./pages/websites.js", "parley-websites"],
   campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
+  audit: ["Audit log", "./pages/audit.js", "parley-audit"],
 };
 
 class ParleyApp extends HTMLElement {

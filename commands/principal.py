@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Literal
 
-from events.types import Actor
+from events.types import Actor, Origin
 
 # What an operator may do in an organization, one role per membership: `owner` everything, `admin` the
 # workspace's settings, keys and team, `agent` the conversations, customers and help documents.
@@ -55,3 +55,14 @@ class Principal:
         if self.kind == "chat":
             return Actor("customer", self.customer_id)
         return Actor("operator", self.operator_id) if self.is_operator else Actor("apikey", self.credential_id)
+
+    def origin(self, address: str | None, via: str | None = None) -> Origin | None:
+        """What the audit log names as the origin of this credential's writes: an operator's token (`cli`
+        for the CLI's login token, the only one that ends by itself), an API key, or `via` an MCP client;
+        None for a visitor, whose requests are no staff's."""
+        if self.kind == "chat":
+            return None
+        if self.kind == "apikey":
+            return Origin("apikey", self.credential_id, self.credential_id, address)
+        return Origin(via or ("cli" if self.expires_at is not None else "operator"), self.operator_id,
+                      self.credential_id, address)

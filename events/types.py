@@ -17,9 +17,24 @@ from typing import Any, Callable, TypeVar
 import msgspec
 
 
+class Origin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Who appended an event and from where, for the audit log: the staff credential of the request
+    (`operator`, `apikey`, `mcp` for an MCP client acting for operator `id`, `cli` for the CLI's login token
+    or `parley admin`, where `id` is None), by the credential's owner `id` and the client's `address`.
+    The store stamps it (events/origin.py); never public."""
+
+    kind: str
+    id: uuid.UUID | None = None
+    credential_id: uuid.UUID | None = None
+    address: str | None = None
+
+
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=lambda name: name):
     org_id: uuid.UUID
     at: datetime
+    # Unset (and so not encoded at all) for what no staff credential appended: a visitor, a worker, the
+    # events recorded before origins were kept.
+    origin: Origin | msgspec.UnsetType = msgspec.UNSET
 
 
 PUBLIC: dict[type[Event], tuple[str, ...]] = {}

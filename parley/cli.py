@@ -24,7 +24,9 @@ import uvloop
 from commands import admin, agent, team
 from commands.deciders.operator import ROLES
 from commands.errors import CommandError
+from events import origin
 from events.store import EventStore
+from events.types import Origin
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
@@ -186,6 +188,7 @@ def _role_in(store: EventStore, org_id, role: str | None) -> str:
 
 
 def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
+    origin.acting(Origin("cli"))  # the server's shell: whoever has it, from the machine itself
     with _store_session(_settings(args)) as (infra, store):
         result, position = command(store)
         asyncio.run(_make_usable(store, position))

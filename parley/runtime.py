@@ -25,6 +25,7 @@ from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
 from parley.settings import Settings, narrowed
+from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.agent import AgentProjection
@@ -62,6 +63,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
+    "audit": lambda settings: AuditProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the

@@ -15,8 +15,10 @@ from litestar.handlers import BaseRouteHandler
 from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
 from commands.principal import Principal, Role
+from events import origin
 from events.store import CredentialsChanged
 from projections.views.credentials import principal_of
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
 
@@ -150,6 +152,7 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
         raise Forbidden(f"this needs the {auth.role} role or above; yours is {principal.role}")
     if principal.kind == "chat":
         await check_origin(request, principal.website_id)
+    origin.acting(principal.origin(request.scope.get(CLIENT_ADDRESS)))
     request.state.principal = principal
     return principal
 

@@ -16,7 +16,7 @@ from litestar.utils import normalize_path
 
 from readapi import cors
 from readapi.auth import identify
-from readapi.clientaddress import TrustedProxies
+from readapi.clientaddress import CLIENT_ADDRESS, TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
@@ -122,6 +122,7 @@ class ContractMiddleware:
         forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
         client = scope.get("client")
         address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
+        scope[CLIENT_ADDRESS] = address
         if self._signs_in(scope):
             return await self.limiter.hit(*sign_in_limit(address, self.settings))
         principal = None

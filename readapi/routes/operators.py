@@ -10,8 +10,11 @@ from litestar import Request, Response, delete, get, post
 from commands import admin
 from commands.admin import Created
 from commands.errors import Unauthorized
+from events import origin
+from events.types import Origin
 from projections.views.operators import Session, operator_by_email, operator_session
 from readapi.auth import OPERATOR, PUBLIC, Authenticated, Decoded, operator_only
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.openapi import describe
 from readapi.services import caught_up, json_response, run_command, services, written
 
@@ -39,6 +42,7 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
                                                             payload.password)
     if not matches:
         raise Unauthorized("unknown e-mail address or wrong password")
+    origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
     token, position = await run_command(request, admin.issue_token, found.org_id, found.id)
     created = Created(found.id, position)
     await written(request, created)

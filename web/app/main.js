@@ -14,6 +14,7 @@ const PAGES = {
   websites: ["Websites", "./pages/websites.js", "parley-websites", "admin"],
   campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns", "admin"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
+  audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
 };
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};

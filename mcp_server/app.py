@@ -73,7 +73,7 @@ def _calls_write_tool(body: bytes) -> str | None:
     """The write tool a JSON-RPC body calls, if any (a batch counts if any of its calls does)."""
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for it: the SDK answers it
         return None
     for message in payload if isinstance(payload, list) else [payload]:
         if isinstance(message, dict) and message.get("method") == "tools/call":

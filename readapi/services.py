@@ -136,35 +136,58 @@ def json_response(payload: Any, created: Created | None = None, status: int = 20
                     headers=headers)
 
 
+# How deep a request body's JSON may nest. Far below the interpreter's recursion limit, so that a body
+# taken here decodes again wherever its event is read (a projection, the agent) whatever the stack.
+MAX_JSON_DEPTH = 64
+
+
 async def decode_body(request: Request, shape: type[T]) -> T:
     raw = await request.body()
     if len(raw) > services(request).settings.max_body_bytes:
         raise Invalid("the request body is too large")
     if not raw:
         raise Invalid("a JSON body is required")
+    too_deep = Invalid(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         body = msgspec.json.decode(raw, type=shape)
+    except RecursionError:
+        raise too_deep from None
     except msgspec.DecodeError as exc:
         if isinstance(exc, msgspec.ValidationError):
             raise
         raise Invalid(f"malformed JSON: {exc}") from None
-    if JSON_NUL in raw and (at := first_nul(msgspec.json.decode(raw))):
-        # PostgreSQL text cannot hold it: the read models could not store what the event store took
-        raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH or JSON_NUL in raw:
+        value = msgspec.json.decode(raw)
+        if depth(value) > MAX_JSON_DEPTH:
+            raise too_deep
+        if JSON_NUL in raw and (at := first_nul(value)):
+            # PostgreSQL text cannot hold it: the read models could not store what the event store took
+            raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
     return body
+
+
+def depth(value: Any) -> int:
+    """How deep arrays and objects nest in a decoded JSON value (a scalar is 0), without recursion."""
+    deepest, pending = 0, [(value, 0)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level + 1)
+            pending.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def first_nul(value: Any, path: str = "$") -> str | None:
     """Where the first string (a value or a key) holding U+0000 is, as msgspec names a path."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            at = f"{path}.{key}"
-            if found := at if "\x00" in key else first_nul(item, at):
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            if found := first_nul(item, f"{path}[{index}]"):
-                return found
+    pending = [(value, path)]
+    while pending:
+        item, at = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return at
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                pending.append((key, f"{at}.{key}") if "\x00" in key else (child, f"{at}.{key}"))
+        elif isinstance(item, list):
+            pending.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
     return None

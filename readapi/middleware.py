@@ -3,7 +3,8 @@ of URLs, and the visitor routes' CORS (`readapi/cors.py`).
 
 As an ASGI wrapper around the whole application, it also stamps on every response, whichever layer
 produced it (a handler, an error handler, Litestar's own 404, or this wrapper's refusals): `API-Version`,
-the `RateLimit` headers of `/api/` requests and of POSTs to the OAuth endpoints, and the `Deprecation` headers of a deprecated route."""
+the `RateLimit` headers of `/api/` requests and of POSTs to the OAuth endpoints, the `Deprecation` headers of a
+deprecated route, and `frame-ancestors 'none'` on an HTML answer that has no Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ class ContractMiddleware:
                       and not (allow and h[0].lower() == b"allow")],
                     *([(b"allow", allow)] if allow else []),
                     *stamped, *deprecation_headers(scope.get("route_handler") or self._route_of(scope)),
+                    *_unframeable(message.get("headers", [])),
                 ]
             await send(message)
 
@@ -130,6 +132,15 @@ class ContractMiddleware:
             scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn
             principal = await identify(Request(scope, receive), kept=True)  # counting needs no lookup
         return await self.limiter.hit(bucket_for(principal, address), policy_for(principal, self.settings))
+
+
+def _unframeable(headers) -> list[tuple[bytes, bytes]]:
+    """A page no other site may frame (a signed-in page framed by another could be clicked through): an
+    HTML answer without a policy of its own gets one that says only that."""
+    names = {name.lower(): value for name, value in headers}
+    if names.get(b"content-type", b"").lower().startswith(b"text/html") and b"content-security-policy" not in names:
+        return [(b"content-security-policy", b"frame-ancestors 'none'")]
+    return []
 
 
 async def _preflight(send, origin: bytes) -> None:

@@ -118,11 +118,19 @@ def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
     return token, position
 
 
-def password_matches(password_hash: str, password: str) -> bool:
+# What a sign-in for an address no operator has is checked against: the hash of a random password nobody
+# kept, made with the same parameters as operators' hashes, so that the answer takes as long as for an
+# operator's address and its timing does not tell which addresses are operators'.
+UNKNOWN_OPERATOR_HASH = "$argon2id$v=19$m=65536,t=3,p=4$Iv/T+RTeg0rBrjkuqkM0mw$jB3r9etGzI+oqTwFvhEX64MMBrs9kp3cw3tcwzFtlmo"
+
+
+def password_matches(password_hash: str | None, password: str) -> bool:
+    """Whether `password` is the one hashed; `None` (no such operator) costs the same check and never matches."""
     try:
-        return _passwords.verify(password_hash, password)
+        verified = _passwords.verify(password_hash or UNKNOWN_OPERATOR_HASH, password)
     except (VerificationError, InvalidHashError):
         return False
+    return verified and password_hash is not None
 
 
 def revoke_token(store: EventStore, org_id: uuid.UUID, token_id: uuid.UUID) -> int:

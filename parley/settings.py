@@ -37,6 +37,7 @@ class Settings(msgspec.Struct, kw_only=True):
     rate_operator_per_minute: PerMinute = 1200
     rate_anonymous_per_minute: PerMinute = 60
     rate_signin_per_minute: PerMinute = 30
+    rate_chat_sessions_per_minute: PerMinute = 20
     signin_failures_per_account: Annotated[int, msgspec.Meta(ge=1)] = 5
     trusted_proxies: str = ""
     sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
@@ -105,6 +106,10 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                       "POST requests per minute per client address to the OAuth endpoints: the "
                                       "consent page's sign-in, /oauth/token, /oauth/register, /oauth/revoke "
                                       "(default 30)"),
+    "PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE": ("rate_chat_sessions_per_minute",
+                                             "chat sessions a client address may start per minute "
+                                             "(POST /api/chat/sessions), each of which has its own request "
+                                             "budget (default 20)"),
     "PARLEY_SIGNIN_FAILURES_PER_ACCOUNT": ("signin_failures_per_account",
                                            "failed operator sign-ins allowed per e-mail address within 15 minutes; "
                                            "past them the address is refused until the 15 minutes end (default 5)"),

@@ -22,7 +22,7 @@ from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from readapi.mounted import MountedApp
-from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for, sign_in_limit
+from readapi.ratelimit import Decision, RateLimiter, bucket_for, chat_sessions_limit, policy_for, sign_in_limit
 from readapi.services import Services
 
 log = logging.getLogger("parley.api")
@@ -32,6 +32,7 @@ SUPPORTED_VERSIONS = frozenset({API_VERSION})
 CREDENTIAL_PARAMETERS = frozenset({"api_key", "apikey", "key", "token", "access_token", "secret"})
 LIMITED_PREFIX = "/api/"
 SANDBOX_PREFIX = "/api/sandbox/"  # keyless: a credential sent there is ignored, the address is counted
+CHAT_SESSIONS_PATH = "/api/chat/sessions"
 
 
 class ContractMiddleware:
@@ -120,13 +121,16 @@ class ContractMiddleware:
 
     async def _count(self, scope, receive) -> Decision:
         """Counts the request against its credential's limit, or its client address's without one; a
-        request to the OAuth endpoints against its address's sign-in limit."""
+        request to the OAuth endpoints against its address's sign-in limit, and a new chat
+        session against its address's chat-session limit."""
         forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
         client = scope.get("client")
         address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
         scope[CLIENT_ADDRESS] = address
         if self._signs_in(scope):
             return await self.limiter.hit(*sign_in_limit(address, self.settings))
+        if scope["method"] == "POST" and scope["path"] == CHAT_SESSIONS_PATH:
+            return await self.limiter.hit(*chat_sessions_limit(address, self.settings))
         principal = None
         if not scope["path"].startswith(SANDBOX_PREFIX):
             scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn

@@ -39,6 +39,7 @@ class ApiSettings:
     rate_operator_per_minute: int
     rate_anonymous_per_minute: int
     rate_signin_per_minute: int
+    rate_chat_sessions_per_minute: int
     signin_failures_per_account: int
     trusted_proxies: str
     sandbox_job_seconds: float

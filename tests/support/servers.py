@@ -153,7 +153,7 @@ def server_env(infra: Infra, database_url: str, **extra: str) -> dict[str, str]:
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=infra.nats_url,
                PARLEY_NATS_STREAM=f"T{uuid.uuid4().hex[:10].upper()}", PARLEY_LOG_LEVEL="WARNING",
                PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000",
-               PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="100000")
+               PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="100000", PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="100000")
     env.update(extra)
     return env
 

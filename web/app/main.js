@@ -45,7 +45,7 @@ class ParleyApp extends HTMLElement {
     this.stopRealtime?.();
     this.stopRealtime = null;
     this.me = null;
-    if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin" + location.search);
+    if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
     const password = h("input", {type: "password", name: "password", autocomplete: "current-password", required: true});
     const status = h("div", {"aria-live": "polite"},

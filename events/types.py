@@ -586,6 +586,21 @@ class CampaignCancelled(Event, frozen=True):
     campaign_id: uuid.UUID
 
 
+@public("issuer", "client_id", "allowed_domains", "default_role", "button_label", "enabled")  # never the client secret
+class SsoConfigured(Event, frozen=True):
+    """The organization's single sign-on with an OpenID Connect provider, as a whole (the client secret kept
+    from the previous settings when a change does not give one). Kept in the clear, like the agent's
+    secret: the token exchange sends it on every sign-in."""
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    allowed_domains: list[str]  # e-mail domains whose verified addresses may sign in, lower case
+    default_role: str  # the role of an operator the sign-in creates or adds to the organization
+    button_label: str  # "Sign in with <button_label>"
+    enabled: bool
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -642,4 +657,5 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     AgentActionOffered,
     AgentActionResult,
     AgentRunEnded,
+    SsoConfigured,
 )

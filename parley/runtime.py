@@ -37,6 +37,7 @@ from projections.search import SearchConfig, SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
+from projections.sso import SsoProjection
 
 log = logging.getLogger("parley")
 
@@ -64,6 +65,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
     "audit": lambda settings: AuditProjection(),
+    "sso": lambda settings: SsoProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the

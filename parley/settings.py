@@ -118,7 +118,7 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                "believed (default none: X-Forwarded-For is ignored)"),
     "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
                                    "seconds a sandbox summary job runs before it succeeds (default 2)"),
-    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs, and single sign-on providers at such addresses: for development and tests only"),
     "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
     "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),
     "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": ("webhook_retry_cap_seconds", "longest delay between two webhook attempts (default 7200)"),

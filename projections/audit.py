@@ -95,6 +95,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.CampaignScheduled: Audited("campaign.scheduled", "campaign", "campaign_id"),
     ev.CampaignStarted: Audited("campaign.started", "campaign", "campaign_id", by_system=True),
     ev.CampaignCancelled: Audited("campaign.cancelled", "campaign", "campaign_id"),
+    ev.SsoConfigured: Audited("sso.configured", "sso", "org_id"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,

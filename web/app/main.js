@@ -15,6 +15,7 @@ const PAGES = {
   campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns", "admin"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
+  organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
 };
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
@@ -30,8 +31,9 @@ class ParleyApp extends HTMLElement {
       event.preventDefault();
       this.navigate(link.getAttribute("href"));
     });
+    const landed = singleSignOnLanding();
     if (session.token) this.start();
-    else this.showSignIn();
+    else this.showSignIn(landed.error && new Error(`Single sign-on failed: ${landed.error}.`));
   }
 
   navigate(path, {replace: replacing = false} = {}) {
@@ -46,7 +48,27 @@ class ParleyApp extends HTMLElement {
     if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
     const password = h("input", {type: "password", name: "password", autocomplete: "current-password", required: true});
-    const status = h("div", {"aria-live": "polite"}, notice && h("p", {class: "notice"}, notice));
+    const status = h("div", {"aria-live": "polite"},
+      notice instanceof Error ? errorBox(notice) : notice && h("p", {class: "notice"}, notice));
+    const sso = h("div", {class: "sso", "aria-live": "polite"});
+    // a sign-in link naming the organization: /app/signin?org=<organization id>
+    const organization = new URLSearchParams(location.search).get("org");
+    let asked = "";
+    const offerSingleSignOn = async (params) => { // "Sign in with …" when the organization has SSO enabled
+      const key = new URLSearchParams(params).toString();
+      if (key === asked) return;
+      asked = key;
+      const found = await get("/api/sso/discover", params).catch(() => null);
+      if (key !== asked) return; // a later address was typed meanwhile
+      replace(sso, found && h("a", {class: "button", href: found.startUrl, id: "sso-sign-in"},
+        `Sign in with ${found.buttonLabel}`));
+    };
+    email.addEventListener("input", () => {
+      const domain = email.value.includes("@") ? email.value.split("@").pop().trim() : "";
+      if (domain.includes(".")) offerSingleSignOn({email: email.value.trim()});
+      else if (!organization) replace(sso);
+    });
+    if (organization) offerSingleSignOn({organizationId: organization});
     const form = h("form", {class: "signin card", onsubmit: async (event) => {
       event.preventDefault();
       form.querySelector("button").disabled = true;
@@ -63,7 +85,7 @@ class ParleyApp extends HTMLElement {
     }},
       h("h1", null, "Sign in to Parley"),
       field("E-mail", email), field("Password", password),
-      h("button", {type: "submit"}, "Sign in"), status);
+      h("button", {type: "submit"}, "Sign in"), sso, status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
   }
@@ -149,6 +171,19 @@ class ParleyApp extends HTMLElement {
     }
     element.show(rest, new URLSearchParams(location.search));
   }
+}
+
+/**
+ * Where single sign-on lands (readapi/routes/sso.py): `/app/#sso-token=<token>` or `#sso-error=<why>`. The
+ * fragment never reaches a server; the token is stored like a password sign-in's and the fragment is
+ * stripped from the address (and so from the history) at once. Answers {error} when it failed.
+ */
+function singleSignOnLanding() {
+  const found = new URLSearchParams(location.hash.slice(1));
+  if (!found.has("sso-token") && !found.has("sso-error")) return {};
+  history.replaceState(null, "", location.pathname + location.search);
+  if (found.get("sso-token")) session.token = found.get("sso-token");
+  return {error: found.get("sso-error")};
 }
 
 customElements.define("parley-app", ParleyApp);

@@ -160,8 +160,9 @@ async def change_password(request: Request, principal: Authenticated, payload: D
           "(`POST /api/operators/{operatorId}/password-reset`)", PUBLIC, body=PasswordResetRequest, answer=None,
           status=202, position=False, example={"email": "ada@example.com"})
 @post("/api/password-resets", status_code=202)
-async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> None:
-    """No e-mail can leave yet, so nothing is recorded: the answer is the same for every address."""
+async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> Response:
+    # no e-mail can leave yet, so nothing is recorded: the answer is the same for every address
+    return Response(b"", status_code=202)
 
 
 @describe("Make a password reset link for a member of the team, to hand over (admins and owners; an owner's, "

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -239,6 +240,7 @@ class Runtime:
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
         from projections.views.cursors import cursor_key
+        from projections.views.operators import any_operator
         from mcp_server.service import McpService
         from readapi.services import ApiSettings, Services
 
@@ -256,6 +258,9 @@ class Runtime:
                                                self.settings.presence_ttl_seconds)
         self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,
                                  realtime.presence)
+        async with self.pool.connection() as conn:
+            if not await any_operator(conn):
+                self.services.setup_code = secrets.token_urlsafe(12)
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:

@@ -96,6 +96,9 @@ class Services:
     base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
     # why this process cannot search its index now (it is another process's to fill), or None
     search_unavailable: Callable[[], str | None] = lambda: None
+    # the one-time code that lets a client on another machine create a fresh install's first owner (`POST
+    # /api/setup`); the composition root makes it and logs it; empty: only this machine may
+    setup_code: str = ""
 
 
 def services(request: Request) -> Services:

@@ -14,6 +14,9 @@ from events.store import CREDENTIAL_GENERATION
 # which tells later requests whether the principal may still be used without a lookup.
 ORG_POSITION_COLUMN = "(SELECT position FROM parley_org_positions p WHERE p.org_id = c.org_id)"
 GENERATION_COLUMN = f"(SELECT generation FROM {CREDENTIAL_GENERATION})"
+# A session's last use is written at most once a minute: a token in steady use costs one write a minute,
+# not one per request.
+STALE_USE = "(c.last_used_at IS NULL OR c.last_used_at < now() - interval '1 minute')"
 
 
 async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: str) -> tuple[Principal, int] | None:
@@ -29,9 +32,12 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
         # the token stands while its operator's membership of the organization is active
         row = await (await conn.execute(
             f"SELECT c.token_id, c.org_id, c.operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, m.role, "
-            "c.expires_at FROM rm_operator_tokens c JOIN rm_operator_orgs m ON m.operator_id = c.operator_id "
-            "AND m.org_id = c.org_id AND m.status = 'active' WHERE c.token_hash = %s AND NOT c.revoked "
-            "AND (c.expires_at IS NULL OR c.expires_at > now())", (secret_hash,))).fetchone()
+            f"c.expires_at, {STALE_USE} FROM rm_operator_tokens c JOIN rm_operator_orgs m "
+            "ON m.operator_id = c.operator_id AND m.org_id = c.org_id AND m.status = 'active' "
+            "WHERE c.token_hash = %s AND NOT c.revoked AND (c.expires_at IS NULL OR c.expires_at > now())",
+            (secret_hash,))).fetchone()
+        if row and row[7]:
+            await conn.execute("UPDATE rm_operator_tokens SET last_used_at = now() WHERE token_id = %s", (row[0],))
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
                                   generation=row[4], role=row[5], expires_at=row[6]), row[3] or 0)
     row = await (await conn.execute(

@@ -44,7 +44,8 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     if found is None:
         raise Unauthorized("unknown e-mail address or wrong password")
     origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
-    token, position = await run_command(request, admin.issue_token, found.org_id, found.id)
+    token, position = await run_command(request, admin.issue_token, found.org_id, found.id, None, None,
+                                        request.headers.get("user-agent"))
     created = Created(found.id, position)
     await written(request, created)
     return json_response(SignedIn(token), created)

@@ -4,6 +4,7 @@
 
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
+import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
 // label, module, element, and the least role that may use the page (none: every operator)
 const PAGES = {
@@ -16,7 +17,10 @@ const PAGES = {
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
   organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
+  operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
 };
+// every operator's own, opened from its name in the header rather than the navigation
+const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
 
@@ -31,9 +35,27 @@ class ParleyApp extends HTMLElement {
       event.preventDefault();
       this.navigate(link.getAttribute("href"));
     });
+    const link = location.hash.match(/^#\/(invite|reset)\/([^/]+)$/); // an invitation's or a reset's link
     const landed = singleSignOnLanding();
-    if (session.token) this.start();
+    if (link) this.showLink(link[1], decodeURIComponent(link[2]));
+    else if (session.token) this.start();
     else this.showSignIn(landed.error && new Error(`Single sign-on failed: ${landed.error}.`));
+  }
+
+  /** The page of an invitation or a password reset link; then the dashboard, or sign-in. */
+  showLink(kind, token) {
+    this.stopRealtime?.();
+    this.me = null;
+    const done = (signedIn, notice) => {
+      history.replaceState(null, "", signedIn ? "/app/inbox" : "/app/signin");
+      if (!signedIn) return this.showSignIn(notice);
+      keep(signedIn);
+      return this.start();
+    };
+    document.title = `${kind === "invite" ? "Invitation" : "New password"} · Parley`;
+    const shown = (kind === "invite" ? inviteForm : resetForm)(token, done);
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   navigate(path, {replace: replacing = false} = {}) {
@@ -88,6 +110,20 @@ class ParleyApp extends HTMLElement {
       h("button", {type: "submit"}, "Sign in"), sso, status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
+    this.offerSetup();
+  }
+
+  /** A fresh install (no operator yet) offers to create its first owner instead of signing in. */
+  async offerSetup() {
+    const state = await get("/api/setup").catch(() => null);
+    if (!state?.available || this.me) return;
+    const shown = setupForm(state, (token) => {
+      keep(token);
+      history.replaceState(null, "", "/app/inbox");
+      return this.start();
+    });
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   async start() {
@@ -140,7 +176,8 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
-        h("span", {class: "me", title: `${this.me.email} (${this.me.role})`}, this.me.displayName ?? this.me.email),
+        h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
+          this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
           await signOut().catch(() => {});
           this.showSignIn("You are signed out.");
@@ -151,7 +188,7 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" ? PROFILE : PAGES[key] ?? PAGES.inbox;
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

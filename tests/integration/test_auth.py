@@ -174,6 +174,17 @@ def test_operator_sign_in_and_sign_out(http, tenant):
     assert http.get("/api/websites", headers=tenant.operator).status_code == 200
 
 
+def test_a_refused_sign_in_names_no_basic_challenge(http, tenant):
+    """A Basic challenge makes a browser ask for a user name and password in a dialog of its own, over the
+    dashboard's sign-in page (which says what went wrong itself)."""
+    for email, password in ((tenant.operator_email, "nope"), ("ghost@example.com", "correct horse")):
+        refused = http.post("/api/operators/sessions", json={"email": email, "password": password})
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        challenge = refused.headers["www-authenticate"]
+        assert challenge and "basic" not in challenge.lower(), challenge
+
+
 def test_sign_out_refuses_api_keys(http, tenant):
     assert http.delete("/api/operators/sessions/current", headers=tenant.key()).status_code == 403
 

@@ -15,8 +15,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
 from commands.errors import Invalid
+from commands.principal import Principal
 from commands.streams import now
-from events.live import Channel, LiveFrame
+from events.live import Channel, Held, LiveFrame
 from projections.search import SearchConfig
 from events.store import JSON_NUL, EventStore
 from readapi.consistency import PositionWatch
@@ -66,11 +67,20 @@ class LiveHub(Protocol):
 
     def frames(self, channel: Channel, after: int | None) -> AsyncIterator[bytes]: ...
 
+    def hold(self, held: Held, channel: Channel | None = None) -> None: ...
+
+    def release(self, held: Held) -> None: ...
+
     async def publish(self, live: LiveFrame) -> None: ...
 
-    async def wait_past(self, position: int, timeout: float) -> None: ...
+    async def wait_past(self, position: int, timeout: float, held: Held | None = None) -> None: ...
 
     async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None: ...
+
+
+def held_by(principal: Principal) -> Held:
+    """What a stream opened for this principal holds: it ends with the credential."""
+    return Held(principal.kind, principal.credential_id, principal.generation or 0, principal.expires_at)
 
 
 class VisitorPresence(Protocol):

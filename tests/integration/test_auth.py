@@ -214,6 +214,15 @@ def test_guessing_one_accounts_password_holds_that_account_back_only(guarded):
                                                  "password": PASSWORD})
         assert held.status_code == 429 and "failed sign-ins" in held.text
         assert 1 <= int(held.headers["Retry-After"]) <= 15 * 60
+def test_a_refused_sign_in_names_no_basic_challenge(http, tenant):
+    """A Basic challenge makes a browser ask for a user name and password in a dialog of its own, over the
+    dashboard's sign-in page (which says what went wrong itself)."""
+    for email, password in ((tenant.operator_email, "nope"), ("ghost@example.com", "correct horse")):
+        refused = http.post("/api/operators/sessions", json={"email": email, "password": password})
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        challenge = refused.headers["www-authenticate"]
+        assert challenge and "basic" not in challenge.lower(), challenge
 
 
 def test_sign_out_refuses_api_keys(http, tenant):

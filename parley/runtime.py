@@ -174,6 +174,15 @@ def running_server(data_dir: Path) -> dict | None:
     return info if _pid_alive(info["pid"]) else None
 
 
+def running_data_dir(start: Path) -> Path | None:
+    """The nearest `.parley` folder, in `start` or above it, whose server is running: `parley admin` run
+    anywhere inside the folder where `parley serve` was started talks to that server."""
+    for folder in (start, *start.parents):
+        if running_server(folder / ".parley"):
+            return folder / ".parley"
+    return None
+
+
 def prepare_loop(*signals: signal.Signals) -> asyncio.Event:
     """Readies the running loop of a process that runs a `Runtime`; the event is set on `signals`."""
     loop = asyncio.get_running_loop()

@@ -1,13 +1,11 @@
 """axe-core, the accessibility engine, run inside the browser tests' pages.
 
-The npm package is installed once into a cache folder outside the repository (`~/.cache/parley-test/npm`,
-or `PARLEY_TEST_NPM_CACHE`), with Debian's `npm` installed first when it is missing and this process is root.
+The npm package is installed once into a cache folder outside the repository (`~/.cache/parley-test/npm`), with Debian's `npm` installed first when it is missing and this process is root.
 When it cannot be had, the test FAILS with the reason: a green run always means axe looked at every page.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 from tests.browser import ensure_debian_package
 
 AXE_VERSION = "4.14"
-NPM_PREFIX = Path(os.environ.get("PARLEY_TEST_NPM_CACHE", Path.home() / ".cache" / "parley-test" / "npm"))
+NPM_PREFIX = Path.home() / ".cache" / "parley-test" / "npm"
 AXE_SCRIPT = NPM_PREFIX / "node_modules" / "axe-core" / "axe.min.js"
 SERIOUS = ("critical", "serious")
 EVERY_IMPACT = ("critical", "serious", "moderate", "minor")

@@ -32,7 +32,7 @@ from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.documents import DocumentsProjection
-from projections.search import SearchConfig, SearchProjection
+from projections.search import SearchConfig, SearchProjection, warm_up
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
@@ -247,6 +247,7 @@ class Runtime:
         watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()
         api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
+        warm_up(api_settings.search)  # a search embeds its query here: /readyz says when it can
         realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
                                                self.settings.presence_ttl_seconds)
         self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,

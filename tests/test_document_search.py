@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
-from tests.conftest import make_tenant
+from tests.conftest import make_server, make_tenant
 from tests.documents_helpers import create, indexed
 
 ARTICLES = [
@@ -222,3 +223,25 @@ def test_visitor_search_sees_only_its_websites_published_documents(server, http,
     found = http.get("/api/chat/documents/search", params={"query": "how do refunds work"}, headers=visitor.headers)
     assert found.status_code == 200, found.text
     assert [match["_id"] for match in found.json()] == [mine["_id"]]
+
+
+def test_the_model_loads_at_start_up_so_the_first_search_after_the_first_document_answers(infra, tmp_path):
+    """A new help center: the model loads in the background from start-up (`/readyz` says `loading`, then
+    `ready`), so the first document saved is indexed at once and the first search finds it, not 503."""
+    server = make_server(infra, tmp_path).start()
+    try:
+        with server.client() as http:
+            assert http.get("/readyz").json()["search"] in ("loading", "ready")
+            deadline = time.monotonic() + 240
+            while (ready := http.get("/readyz")).json()["search"] != "ready":
+                assert ready.status_code == 200, ready.text  # the rest of the service serves meanwhile
+                assert time.monotonic() < deadline, "the search model never loaded"
+                time.sleep(0.5)
+            tenant = make_tenant(server)
+            create(http, tenant, title="Shipping to Canada", content=ARTICLES[1][2], published=True)
+            found = http.get("/api/documents/search", headers=tenant.operator,
+                             params={"query": "how long does delivery to Canada take"})
+            assert found.status_code == 200, found.text
+            assert [match["title"] for match in found.json()][:1] == ["Shipping to Canada"]
+    finally:
+        server.stop()

@@ -11,6 +11,7 @@ import msgspec
 from litestar import Request, Response, get
 
 from events.store import EVENTS_TABLE
+from projections.search import embedder_loaded
 from readapi.auth import PUBLIC
 from readapi.openapi import describe
 from readapi.unavailable import DATABASE_UNAVAILABLE
@@ -39,6 +40,9 @@ class Readiness(msgspec.Struct, rename="camel", omit_defaults=True):
     nats: Dependency
     head: int | None = None  # the store's latest position
     read_models: dict[str, ReadModel] | None = None
+    # "loading" while the search model loads after start-up (searches answer 503 meanwhile), then "ready";
+    # the rest of the service serves all along
+    search: str | None = None
 
 
 @describe("Liveness: the process serves HTTP", PUBLIC, answer=Alive, tag="health")
@@ -48,13 +52,15 @@ async def healthz() -> Response:
 
 
 @describe("Readiness: PostgreSQL and NATS reachable (200, else 503 with the same report), with each read "
-          "model's lag behind the event store", PUBLIC, answer=Readiness, also=(503,), tag="health")
+          "model's lag behind the event store and whether search is still loading its model", PUBLIC,
+          answer=Readiness, also=(503,), tag="health")
 @get("/readyz")
 async def readyz(request: Request) -> Response:
     postgres, head, read_models = await _postgres(request)
     nats = await _nats(services(request).nats_url)
     ready = postgres.reachable and nats.reachable
-    readiness = Readiness("ready" if ready else "not ready", postgres, nats, head, read_models)
+    readiness = Readiness("ready" if ready else "not ready", postgres, nats, head, read_models,
+                          "ready" if embedder_loaded(services(request).settings.search) else "loading")
     return json_response(readiness, status=200 if ready else 503)
 
 

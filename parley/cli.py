@@ -29,11 +29,11 @@ from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
 from events.ids import parse_id
-from parley.runtime import Infrastructure, Runtime, prepare_loop, running_data_dir, running_server
+from parley.runtime import Infrastructure, Runtime, prepare_loop, running_data_dir, running_server, search_config
 from parley.settings import DEFAULT_DATA_DIR, Settings, load_settings
 from parley.workers_process import WorkersProcess
 from projections.runner import SchemaRefused, catch_up_if_idle, current_position, rebuild, rebuild_as_of
-from projections.search import IndexBusy
+from projections.search import IndexBusy, warm_up
 
 log = logging.getLogger("parley")
 
@@ -103,6 +103,7 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            warm_up(search_config(settings))  # a search embeds its query here: /readyz says when it can
             await asyncio.wait([serving, *ending], return_when=asyncio.FIRST_COMPLETED)
             _stop_by_deadline(infra, workers_process)
             for callback in runtime.on_stop_serving:

@@ -223,6 +223,7 @@ class Runtime:
                 self._run_projections([self.projections[name]])
         for name, build in WORKERS.items():
             self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
+        warm_up(search_config(self.settings))  # search indexes the first document saved at once
 
     def _run_projections(self, group: list[Projection], on_reached=None) -> None:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
@@ -247,7 +248,6 @@ class Runtime:
         watch = PositionWatch(self.database_url, self.settings.read_wait_seconds)
         await watch.start()
         api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
-        warm_up(api_settings.search)  # a search embeds its query here: /readyz says when it can
         realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
                                                self.settings.presence_ttl_seconds)
         self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import shutil
 import threading
@@ -122,6 +123,7 @@ _lock = threading.Lock()
 _embedders: dict[Path, "Embedder"] = {}
 _indexes: dict[str, "SearchIndex"] = {}
 _warming: dict[Path, threading.Thread] = {}
+WARM_UP_NICENESS = 10
 
 
 def embedder_for(config: SearchConfig) -> "Embedder":
@@ -136,14 +138,25 @@ def embedder_for(config: SearchConfig) -> "Embedder":
 
 
 def warm_up(config: SearchConfig) -> None:
-    """Starts loading the process's embedder in the background, once: loading takes seconds (tens on a
-    busy machine), and the first document saved or searched would otherwise wait for it."""
+    """Starts loading the process's embedder in the background, once, when the process has started:
+    loading takes seconds (tens on a busy machine), and the first document saved or searched would
+    otherwise wait for it."""
     key = config.data_dir.resolve()
     with _lock:
         if key in _embedders or key in _warming:
             return
-        _warming[key] = threading.Thread(target=embedder_for, args=(config,), name="embedder-warm-up", daemon=True)
+        _warming[key] = threading.Thread(target=_load_in_background, args=(config,), name="embedder-warm-up",
+                                         daemon=True)
     _warming[key].start()
+
+
+def _load_in_background(config: SearchConfig) -> None:
+    # at a lower priority than the requests this process serves meanwhile (Linux: per thread)
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
+    except (AttributeError, OSError):
+        pass
+    embedder_for(config)
 
 
 def embedder_loaded(config: SearchConfig) -> bool:
@@ -362,8 +375,6 @@ class SearchProjection:
             log.warning("the search index %s is missing: re-indexing every document from the event store", root)
             await conn.execute("TRUNCATE search_passages")
             await conn.execute("UPDATE parley_projection_positions SET position = 0 WHERE name = %s", (self.name,))
-        # in the background, so start-up stays fast and the first document saved does not wait for it
-        warm_up(self.config)
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await asyncio.to_thread(lambda: index_for(self.config).drop_all())

@@ -180,7 +180,9 @@ def test_a_conversation_live_reply_note_resolve_reactions_and_rating(dashboard, 
 
     # the message sent as markup is shown as its characters, and ran nothing
     assert page.locator(".message.customer .content", has_text=XSS).count() == 1
-    assert page.locator(".transcript img").count() == 0
+    # the only images are the ones the page draws itself: the team's avatars, from the API's avatar path
+    sources = page.locator(".transcript img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+    assert all(src.startswith("/api/operators/") and "/avatar?v=" in src for src in sources), sources
     screenshot(page, "conversation")
 
     # resolving moves it from Unresolved to Resolved, and the history says who did it

@@ -172,7 +172,10 @@ def test_a_message_is_text_never_markup(page, host_pages, server, http):
     wait_text(page, attack)
     page.wait_for_timeout(300)
     assert dialogs == []
-    assert page.locator("[data-parley=widget] img, [data-parley=widget] b").count() == 0
+    assert page.locator("[data-parley=widget] b").count() == 0
+    # the only images are the ones the widget draws itself: the team's avatars, from the API's avatar path
+    sources = page.locator("[data-parley=widget] img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+    assert all(src.startswith(f"{server.base_url}/api/operators/") and "/avatar?v=" in src for src in sources), sources
 
 
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }

@@ -652,6 +652,24 @@ class PasswordResetUsed(Event, frozen=True):
     operator_id: uuid.UUID
 
 
+@public("operator_id", "media_type", "digest")  # the image itself leaves only by GET /api/operators/{id}/avatar
+class OperatorAvatarSet(Event, frozen=True):
+    """The operator's avatar, shown to visitors and to the team: an image the service re-encoded (square,
+    resized, without metadata) from the one uploaded, kept in the event so a rebuilt read model has it."""
+
+    operator_id: uuid.UUID
+    media_type: str
+    digest: str  # "sha256:<hex>" of `image`: names the avatar's version in its URL
+    image: bytes
+
+
+@public("operator_id")
+class OperatorAvatarRemoved(Event, frozen=True):
+    """The operator is shown by generated initials again."""
+
+    operator_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -715,4 +733,6 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorPasswordChanged,
     PasswordResetIssued,
     PasswordResetUsed,
+    OperatorAvatarSet,
+    OperatorAvatarRemoved,
 )

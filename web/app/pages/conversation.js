@@ -163,12 +163,17 @@ class ParleyConversation extends Page {
   messageView(message) {
     const quoted = message.replyToMessageId && this.messages.get(message.replyToMessageId);
     const agent = message.author === "agent";
-    const who = message.internal ? "Internal note" : message.from === "customer"
-      ? customerName(this.visitor, this.record.customerId) : agent ? "AI agent" : "Team";
+    // the operator who wrote a reply or a note (an API key's message names nobody: the team)
+    const operator = message.operator;
+    const author = operator && (operator.displayName || "Team");
+    const who = message.internal ? (author ? `Internal note by ${author}` : "Internal note") : message.from === "customer"
+      ? customerName(this.visitor, this.record.customerId) : agent ? "AI agent" : author || "Team";
     const kind = message.internal ? "note" : agent ? "operator agent" : message.from;
     return h("li", {class: `message ${kind}`, "data-id": message._id},
       h("article", {"aria-label": `${who}, ${new Date(message.creationTime).toLocaleString()}`},
-        h("div", {class: "meta"}, h("span", {class: "who"}, who), " ", time(message.creationTime),
+        h("div", {class: "meta"},
+          operator && h("img", {class: "avatar", src: operator.avatarUrl, alt: "", width: 20, height: 20}),
+          h("span", {class: "who"}, who), " ", time(message.creationTime),
           message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
         h("p", {class: "content"}, message.content),

@@ -1,9 +1,11 @@
-// The signed-in operator's own profile: the display name, the password (the current one required; the other
-// sessions end), and the sessions, each with its browser and last use, each revocable.
+// The signed-in operator's own profile: the display name, the avatar (its own module), the password (the
+// current one required; the other sessions end), and the sessions, each with its browser and last use, each
+// revocable.
 
 import {api, get, signOut} from "../api.js";
 import {Page} from "../page.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
+import {avatarSection} from "./profile-avatar.js";
 
 class ParleyProfile extends Page {
   show() {
@@ -39,7 +41,8 @@ class ParleyProfile extends Page {
       passwordStatus);
 
     this.sessions = h("div");
-    replace(this, h("h1", null, "Profile"), h("p", null, `${me.email} · ${me.role}`), nameForm, passwordForm,
+    replace(this, h("h1", null, "Profile"), h("p", null, `${me.email} · ${me.role}`), nameForm, avatarSection(this.app),
+      passwordForm,
       h("h2", null, "Sessions"), this.sessions);
     this.load();
   }

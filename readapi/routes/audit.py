@@ -49,7 +49,7 @@ async def _download(request: Request, where: list[str], args: list[Any], media: 
 @describe("The organization's audit log: who changed which setting or record, when, from where, and how "
           "(newest first)", ADMIN, answer=CursorPage[AuditEntry], query=QUERY,
           description="`Accept: text/csv` or `Accept: application/x-ndjson` downloads every entry the filters "
-          "match instead of a page. Secrets show as \"***\". Admins and owners only.")
+          "match instead of a page. Secrets show as \"***\". Admins and owners only.", operation_id="listAuditEntries")
 @get("/api/audit")
 async def audit_route(request: Request, principal: Authenticated) -> Response | Stream:
     await caught_up(request, READ_MODELS)

@@ -93,7 +93,8 @@ async def _history_lines(request: Request, flt: HistoryFilter, limit: int, follo
 
 @describe("The organization's event history as NDJSON, then live with `follow=true`",
           Auth(scope="events:read", role="admin"), answer="One JSON object per line: each event in its public shape, in position "
-          "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY)
+          "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY,
+          operation_id="listEvents")
 @get("/api/events")
 async def stream_events(request: Request, principal: Authenticated) -> Stream:
     params = request.query_params
@@ -149,7 +150,8 @@ async def zipped_export(database_url: str, flt: HistoryFilter, fmt: Format) -> A
 @describe("The organization's event history as a zip of Parquet files (one per event type) or JSON Lines",
           Auth(scope="events:read", role="admin"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
           media_type="application/zip",
-          query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS))
+          query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS),
+          operation_id="exportEvents")
 @get("/api/events/export")
 async def export_events(request: Request, principal: Authenticated) -> Stream:
     """The export `parley events export` writes, as one zip: for an analyst away from the server."""

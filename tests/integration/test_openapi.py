@@ -104,10 +104,12 @@ def test_a_file_body_is_documented_with_its_media_types(document):
     assert validate_pet["security"] == [{"operatorToken": []}]
 
 
-def test_the_live_server_serves_the_document_and_offline_docs(http, document):
+def test_the_live_server_serves_the_document_and_offline_docs(http, server, document):
     served = http.get("/schema/openapi.json")
     assert served.status_code == 200 and served.headers["content-type"].startswith("application/json")
-    assert msgspec.json.decode(served.content) == msgspec.json.decode(msgspec.json.encode(document))
+    # the same document, but that a running server names where it is reached
+    assert msgspec.json.decode(served.content) == msgspec.json.decode(msgspec.json.encode(
+        {**document, "servers": [{"url": server.base_url, "description": "This Parley server."}]}))
     page = http.get("/docs")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "/schema/openapi.json" in page.text and "http" not in page.text.replace('"/docs', "")
@@ -129,3 +131,14 @@ def test_a_401_names_the_schemes_the_route_accepts(http, path, challenge):
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"] == challenge
         assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_a_body_over_the_cap_is_the_documented_413(http, tenant, document):
+    assert "413" in document["paths"]["/api/customers"]["post"]["responses"]
+    key = tenant.key()
+    too_large = b'{"nickname": "' + b"x" * 1_100_000 + b'"}'
+    for path in ("/api/customers", "/api/messages"):  # a described body, and a hot write's
+        answer = http.post(path, headers={**key, "content-type": "application/json"}, content=too_large)
+        assert answer.status_code == 413, answer.text
+        assert answer.headers["content-type"] == "application/problem+json" and answer.json()["status"] == 413
+    assert http.get("/api/customers", headers=key).json() == []

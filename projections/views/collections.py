@@ -14,18 +14,21 @@ import msgspec
 import psycopg
 
 from commands.errors import Invalid, NotFound
+from commands.feedback import Rating
 from commands.principal import Principal
 from commands.webhooks import EventName
 from events import types as ev
 from events.ids import parse_id
-from commands.principal import Role
+from commands.apikeys import RatePerMinute
+from commands.principal import Role, Scope
+from commands.websites import BrandColor
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
                                       "created_at": "createdAt", "allowed_origins": "allowedOrigins"}):
     id: uuid.UUID
     website_name: str
-    brand_color: str | None
+    brand_color: BrandColor | None
     created_at: datetime
     allowed_origins: list[str]  # empty: visitors' pages may call from any origin
 
@@ -69,6 +72,17 @@ class ConversationRecord(Conversation):
     metadata: dict[str, str]
 
 
+Sender = Literal["operator", "customer"]
+
+
+class MessageReaction(msgspec.Struct, rename={"sender": "from", "person_id": "personId"}):
+    """One person's reaction, as `events.types.Reaction` records it: one per person per message."""
+
+    emoji: str
+    sender: Sender
+    person_id: uuid.UUID  # the customer's or the operator's id
+
+
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
@@ -77,16 +91,17 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     conversation_id: uuid.UUID
     website_id: uuid.UUID
     content: str
-    sender: str
+    sender: Sender
     reply_to: uuid.UUID | None
     internal: bool
     creation_time: datetime
-    rating: str | None
+    rating: Rating | None
     rating_time: datetime | None
-    reactions: list[dict[str, Any]]
+    reactions: list[MessageReaction]  # stored as the event's builtins, encoded as they are
     read: bool
     campaign_id: uuid.UUID | None  # the campaign that sent it
-    author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
+    # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
+    author: Literal["customer", "operator", "agent"]
     incomplete: bool  # the agent's answer was cut short: what it had streamed
 
 
@@ -322,9 +337,9 @@ class ApiKey(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "ra
                                      "created_at": "createdAt"}):
     id: uuid.UUID
     name: str | None
-    scopes: list[str]
+    scopes: list[Scope]
     website_id: uuid.UUID | None
-    rate_per_minute: int | None
+    rate_per_minute: RatePerMinute | None
     revoked: bool
     created_at: datetime
 

@@ -8,7 +8,6 @@ import asyncio
 import tempfile
 import uuid
 import zipfile
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, AsyncIterator, Literal
 
@@ -24,6 +23,7 @@ from events.live import Held
 from readapi.auth import Auth, Authenticated
 from projections.views.collections import parse_bool, parse_int
 from projections.views.history_query import history_filter
+from projections.views.parameters import PositionOrTime, Time
 from readapi.openapi import LIMIT, describe, query
 
 from readapi.services import held_by, services
@@ -34,8 +34,8 @@ FOLLOW_WAIT_SECONDS = 15.0
 Position = Annotated[int, msgspec.Meta(ge=0)]
 FILTERS = (
     query("after", Position, "Only events after this position."),
-    query("until", str, "Only events up to this position, or this RFC 3339 time."),
-    query("since", datetime, "Only events at or after this RFC 3339 time (with its time zone)."),
+    query("until", PositionOrTime, "Only events up to this position, or this RFC 3339 time."),
+    query("since", Time, "Only events at or after this RFC 3339 time (with its time zone)."),
     query("types", str, "Comma-separated event type names."),
     query("websiteId", uuid.UUID, "Only this website's events."),
     query("conversationId", uuid.UUID, "Only this conversation's events."),

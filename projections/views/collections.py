@@ -204,8 +204,10 @@ def parse_fields(params: Mapping[str, str], shape: type[msgspec.Struct]) -> list
     """The `fields` projection: comma-separated names, as the OpenAPI document's pattern says; `_id` is
     always kept, and an unknown name is refused rather than guessed."""
     raw = params.get("fields")
-    if not raw:
+    if raw is None:
         return None
+    if not raw:
+        raise Invalid("fields names no field; leave it out for whole records", "fields")
     known = {f.encode_name for f in msgspec.structs.fields(shape)}
     wanted = raw.split(",")
     unknown = [name for name in wanted if name not in known]
@@ -236,8 +238,11 @@ def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[l
     args: list[Any] = []
     for name, (column, kind) in collection.filters.items():
         raw = params.get(name)
-        if raw is None or raw == "":
+        if raw is None or (raw == "" and kind == "str"):
             continue
+        if raw == "":
+            # an empty id or flag filters nothing: refused like any malformed value, never read as "all"
+            raise Invalid(f"{name} is empty; leave it out to read every record", name)
         if kind == "bool":
             value: Any = parse_bool(params, name)
         elif kind == "uuid":

@@ -3,10 +3,10 @@ the preview included, query the read models and change nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from typing import Annotated, Literal
+from typing import Literal
 
-import msgspec
 from litestar import Request, Response, delete, get, post, put
 from litestar.params import FromPath
 
@@ -18,7 +18,7 @@ from readapi.auth import ADMIN, Authenticated, Decoded
 from projections.views.campaigns import Campaign, Preview, list_campaigns, preview_campaign, read_campaign
 from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.listing import snapshot
-from readapi.openapi import describe, fields_parameter, partial, query
+from readapi.openapi import LIMIT, SKIP, ListOf, describe, fields_parameter, partial, query
 from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
 
 READ_MODELS = ("campaigns",)
@@ -27,9 +27,11 @@ AUDIENCE_READ_MODELS = ("core", "chat", "campaigns")
 LIST_QUERY = (
     query("websiteId", uuid.UUID, "Only this website's campaigns."),
     query("status", Literal[campaigns.STATUSES], "Only campaigns in this state."),  # type: ignore[valid-type]
-    query("limit", Annotated[int, msgspec.Meta(ge=0)], f"Campaigns per page; 100 by default, capped at {PAGE_MAX}."),
-    query("cursor", str, "The previous page's `nextCursor`."),
-    query("pagination", Literal["cursor"], "Accepted for symmetry with the documents list: always cursor pages."),
+    dataclasses.replace(LIMIT, description="At most this many campaigns; 0 (the default) means no limit. With "
+                                           f"`pagination=cursor`: campaigns per page, 100 by default, at most {PAGE_MAX}."),
+    SKIP,
+    query("pagination", Literal["cursor"], "`cursor` answers `{items, nextCursor}` pages instead of an array."),
+    query("cursor", str, "With `pagination=cursor`: the previous page's `nextCursor`."),
     fields_parameter(Campaign),
 )
 DRAFT_EXAMPLE = {"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "name": "Spring sale",
@@ -42,7 +44,8 @@ async def _answer(request: Request, principal: Principal, created: Created) -> R
         return json_response(await read_campaign(conn, principal.org_id, created.id), created)
 
 
-@describe("List the campaigns (cursor pages by `_id`)", ADMIN, answer=CursorPage[partial(Campaign)], query=LIST_QUERY,
+@describe("List the campaigns, by `_id` (an array, or cursor pages with `pagination=cursor`)", ADMIN,
+          answer=(ListOf(Campaign), CursorPage[partial(Campaign)]), query=LIST_QUERY,
           operation_id="listCampaigns")
 @get("/api/campaigns")
 async def list_route(request: Request, principal: Authenticated) -> Response:

@@ -186,3 +186,28 @@ def test_servers_tags_and_operation_ids_are_for_integrators(document):
     assert ids[("get", "/api/conversations/{conversationId}")] == "getConversation"
     assert ids[("put", "/api/webhooksubscriptions/{webhookSubscriptionId}")] == "updateWebhookSubscription"
     assert ids[("get", "/api/sandbox/documents")] == "listSandboxDocuments"
+
+
+def test_no_two_paths_match_one_url(document):
+    """Where a literal segment of one path meets a parameter of another, the parameter is a UUID (which the
+    literal never is): `/api/operators/invitations/{invitationId}` beside `/api/operators/{operatorId}/...`."""
+    def parameter_schema(path: str, name: str) -> dict:
+        item = document["paths"][path]
+        return next(p["schema"] for op in item.values() for p in op["parameters"] if p.get("name") == name)
+
+    paths = list(document["paths"])
+    for n, first in enumerate(paths):
+        for second in paths[n + 1:]:
+            a, b = first.split("/"), second.split("/")
+            if len(a) != len(b):
+                continue
+            clashes = []
+            for x, y in zip(a, b):
+                x_param, y_param = x.startswith("{"), y.startswith("{")
+                if not x_param and not y_param and x != y:
+                    break  # two different literals: never the same URL
+                if x_param != y_param:
+                    clashes.append((first, x[1:-1]) if x_param else (second, y[1:-1]))
+            else:
+                assert clashes and all(parameter_schema(path, name).get("format") == "uuid"
+                                       for path, name in clashes), (first, second)

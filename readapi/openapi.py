@@ -238,6 +238,9 @@ SSE_EVENT = {"type": "object", "properties": {"id": {"type": "string"}, "event":
 PATH_NAMES = {"website_name": ("websiteName", {"type": "string"}, "The website's name."),
               "subscription_id": ("webhookSubscriptionId", {"type": "string", "format": "uuid"},
                                   "The webhook subscription's `_id`."),
+              # a browser's route: whatever names no organization lands on /app/ with the reason (a 302)
+              "organization_id": ("organizationId", {"type": "string"},
+                                  "The organization's `_id`; any other value lands on /app/ with the reason."),
               "tool_call_id": ("toolCallId", {"type": "string"}, "The id the AI agent gave the action it offered.")}
 
 

@@ -21,13 +21,17 @@ MAX_ORIGINS = 50
 Origin = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
+# `#rrggbb`, as `admin.check_brand_color` checks it (with a clearer message than a decoding error would give)
+BrandColor = Annotated[str, msgspec.Meta(extra_json_schema={"pattern": admin.HEX_COLOR.pattern})]
+
+
 class WebsiteCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     website_name: str
-    brand_color: str | None = None
+    brand_color: BrandColor | None = None
 
 
 class WebsiteSettings(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    brand_color: str | None | msgspec.UnsetType = msgspec.UNSET
+    brand_color: BrandColor | None | msgspec.UnsetType = msgspec.UNSET
     allowed_origins: Annotated[list[Origin], msgspec.Meta(max_length=MAX_ORIGINS)] | msgspec.UnsetType = msgspec.UNSET
 
 

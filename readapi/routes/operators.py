@@ -33,7 +33,8 @@ class SignedOut(msgspec.Struct):
 
 
 @describe("Sign in as an operator: an access token for e-mail and password", PUBLIC, body=SignIn,
-          answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"})
+          answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"},
+          operation_id="signIn")
 @post("/api/operators/sessions", status_code=200)
 async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     try:
@@ -51,7 +52,7 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     return json_response(SignedIn(token), created)
 
 
-@describe("Sign out: revoke the presented operator token", OPERATOR, answer=SignedOut)
+@describe("Sign out: revoke the presented operator token", OPERATOR, answer=SignedOut, operation_id="signOut")
 @delete("/api/operators/sessions/current", status_code=200)
 async def sign_out(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
@@ -61,7 +62,8 @@ async def sign_out(request: Request, principal: Authenticated) -> Response:
     return json_response(SignedOut(True), created)
 
 
-@describe("The presented operator token: its operator's e-mail and its organization", OPERATOR, answer=Session)
+@describe("The presented operator token: its operator's e-mail and its organization", OPERATOR, answer=Session,
+          operation_id="getCurrentSession")
 @get("/api/operators/sessions/current")
 async def current_session(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)

@@ -23,7 +23,7 @@ from delivery.campaigns import Sender
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.store import EventStore, RecoveringPool
 from events.stream import Relay
-from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
+from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, write_private
 from parley.settings import Settings, narrowed
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
@@ -80,6 +80,13 @@ def search_config(settings: Settings) -> SearchConfig:
     return SearchConfig(settings.data_dir, settings.qdrant_url)
 
 
+def private_folder(path: Path) -> None:
+    """The data directory, made if needed, closed to other users: it holds the servers' credentials (as
+    root, the embedded PostgreSQL's system user is then let through to its own folder)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+
+
 def server_file(data_dir: Path) -> Path:
     return data_dir / "server.json"
 
@@ -100,7 +107,7 @@ class Infrastructure:
             self.database_url = self.database_url or running["database_url"]
             self.nats_url = self.nats_url or running["nats_url"]
             return self
-        s.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(s.data_dir)
         if not self.database_url:
             postgres = EmbeddedPostgres(s.data_dir.resolve() / "postgres", durable=s.embedded_fsync)
             postgres.start()
@@ -114,9 +121,10 @@ class Infrastructure:
         return self
 
     def publish(self, base_url: str) -> None:
-        """Tells `parley admin` on the same data directory where this server's PostgreSQL and NATS are."""
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        server_file(self.settings.data_dir).write_text(json.dumps({
+        """Tells `parley admin` on the same data directory where this server's PostgreSQL and NATS are; the
+        URLs carry their credentials, so only this user reads it."""
+        self.settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private(server_file(self.settings.data_dir), json.dumps({
             "pid": os.getpid(), "base_url": base_url,
             "database_url": self.database_url, "nats_url": self.nats_url,
         }))

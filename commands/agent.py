@@ -20,6 +20,7 @@ from commands.principal import Principal
 from commands.streams import load, name_stream, now
 from commands.webhooks import valid_url  # the agent's URL passes the webhooks' SSRF guard
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 
 DEFAULT_FALLBACK = "A teammate will reply shortly"
@@ -99,7 +100,7 @@ def new_secret() -> str:
     return "agsec_" + secrets.token_urlsafe(32)
 
 
-def configure(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID, body: AgentSettings,
+def configure(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID, body: AgentSettings,
               allow_private: bool) -> tuple[Created, str | None]:
     """Sets the configuration; the answer carries the new secret only when this configures the agent
     for the first time (or again after a removal)."""
@@ -114,7 +115,7 @@ def configure(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID, body:
         if state.configured is None:
             secret = new_secret()
             pending.append(Pending(stream, state.version + 2, ev.AgentSecretSet(
-                org_id=org_id, at=at, website_id=website_id, secret=secret)))
+                org_id=org_id, at=at, website_id=website_id, secret=sealer.seal(secret))))
         elif msgspec.structs.replace(state.configured, at=at) == configured:
             return Created(website_id, store.org_position(org_id)), None
         try:
@@ -123,7 +124,7 @@ def configure(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID, body:
             continue  # configured concurrently: decide again on the fresh state
 
 
-def rotate_secret(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -> tuple[Created, str]:
+def rotate_secret(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID) -> tuple[Created, str]:
     while True:
         state = load_agent(store, org_id, website_id)
         if state.configured is None:
@@ -131,7 +132,7 @@ def rotate_secret(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -
         secret = new_secret()
         try:
             position = store.append(Pending(agent_stream(website_id), state.version + 1, ev.AgentSecretSet(
-                org_id=org_id, at=now(), website_id=website_id, secret=secret)))
+                org_id=org_id, at=now(), website_id=website_id, secret=sealer.seal(secret))))
         except StreamConflict:
             continue
         return Created(website_id, position), secret

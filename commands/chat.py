@@ -23,6 +23,7 @@ from commands.principal import Principal
 from commands.streams import Entity, created_of, load, load_created_async, name_stream, now
 from commands.websites import website_state
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending, Recorded, StreamConflict
 from events.ids import new_id, parse_id
 
@@ -122,17 +123,17 @@ def _customer_email(customer: Entity[ev.CustomerCreated]) -> str | None:
     return email
 
 
-def start_session(store: EventStore, body: SessionStart) -> Session:
+def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Session:
     website_id = parse_id(body.website_id)
     state = website_state(store.load(website_id) if website_id else [])
     if state is None:
         raise NotFound("website not found", "websiteId")
     website = state.created
     if body.user_id is not None:
-        _verify(state.identity_secret, body.user_id, body.signature, "signature")
+        _verify(sealer.open(state.identity_secret), body.user_id, body.signature, "signature")
     email = body.email.strip().lower() if body.email is not None else None
     if body.email is not None:
-        _verify(state.identity_secret, body.email, body.email_signature, "emailSignature")
+        _verify(sealer.open(state.identity_secret), body.email, body.email_signature, "emailSignature")
         if not EMAIL.match(email):
             raise Invalid("not an e-mail address", "email")
     # A userId names the person; an e-mail address alone names them when no userId is given.

@@ -20,6 +20,7 @@ from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from commands.streams import name_stream, now
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending, Recorded
 
 MAX_ORIGINS = 50
@@ -43,7 +44,7 @@ class WebsiteState:
     version: int
     brand_color: str | None
     allowed_origins: list[str]
-    identity_secret: str
+    identity_secret: str  # sealed (or, stored before sealing, in the clear): events/sealing.py
 
 
 def website_state(history: list[Recorded]) -> WebsiteState | None:
@@ -86,8 +87,8 @@ def normalized_origin(raw: str) -> str:
     return f"{parts.scheme}://{host}" + (f":{port}" if port is not None and port != default_port else "")
 
 
-def create_website(store: EventStore, principal: Principal, body: WebsiteCreate) -> tuple[Created, str]:
-    return admin.create_website(store, principal.org_id, body.website_name, body.brand_color, "websiteName")
+def create_website(store: EventStore, sealer: Sealer, principal: Principal, body: WebsiteCreate) -> tuple[Created, str]:
+    return admin.create_website(store, sealer, principal.org_id, body.website_name, body.brand_color, "websiteName")
 
 
 def update_settings(store: EventStore, principal: Principal, website_name: str, body: WebsiteSettings) -> Created:
@@ -105,9 +106,11 @@ def update_settings(store: EventStore, principal: Principal, website_name: str, 
                    store.append(Pending(website.created.website_id, website.version + 1, changed)))
 
 
-def rotate_identity_secret(store: EventStore, principal: Principal, website_name: str) -> tuple[Created, str]:
+def rotate_identity_secret(store: EventStore, sealer: Sealer, principal: Principal,
+                           website_name: str) -> tuple[Created, str]:
     website = load_website(store, principal.org_id, website_name)
     identity_secret = new_identity_secret()
     position = store.append(Pending(website.created.website_id, website.version + 1, ev.WebsiteIdentitySecretRotated(
-        org_id=principal.org_id, at=now(), website_id=website.created.website_id, identity_secret=identity_secret)))
+        org_id=principal.org_id, at=now(), website_id=website.created.website_id,
+        identity_secret=sealer.seal(identity_secret))))
     return Created(website.created.website_id, position), identity_secret

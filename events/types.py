@@ -63,7 +63,7 @@ class WebsiteCreated(Event, frozen=True):
     website_id: uuid.UUID
     name: str
     brand_color: str | None
-    identity_secret: str
+    identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
 @public("website_id", "brand_color", "allowed_origins")
@@ -81,7 +81,7 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     """The website's identity secret was replaced: signatures made with the former one stop verifying."""
 
     website_id: uuid.UUID
-    identity_secret: str
+    identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
 @public("operator_id", "email")  # never the password hash
@@ -329,7 +329,7 @@ class WebhookSubscribed(Event, frozen=True):
     website_id: uuid.UUID
     url: str
     events: list[str]
-    secret: str  # kept in the clear: every delivery is signed with it
+    secret: str  # sealed (events/sealing.py), opened to sign each delivery; in the clear when written before sealing
 
 
 @public("subscription_id", "events")
@@ -372,7 +372,7 @@ class AgentConfigured(Event, frozen=True):
 @public("website_id")  # that it happened, never the secret
 class AgentSecretSet(Event, frozen=True):
     """The bearer secret sent to the agent on each call: made when the agent is first configured, and on
-    each rotation. Kept in the clear: every call carries it."""
+    each rotation. Sealed (events/sealing.py), opened for each call; in the clear when written before sealing."""
 
     website_id: uuid.UUID
     secret: str

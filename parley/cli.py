@@ -23,12 +23,13 @@ import uvloop
 
 from commands import admin, agent
 from commands.errors import CommandError
+from events.sealing import Sealer, check_key
 from events.store import EventStore
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
 from events.ids import parse_id
-from parley.runtime import Infrastructure, Runtime, prepare_loop
+from parley.runtime import Infrastructure, Runtime, prepare_loop, secrets_sealer
 from parley.settings import Settings, load_settings
 from parley.workers_process import WorkersProcess
 from projections.runner import SchemaRefused, catch_up_if_idle, current_position, rebuild, rebuild_as_of
@@ -178,6 +179,14 @@ def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict,
     print(json.dumps(result))
 
 
+def _sealer(args: argparse.Namespace, store: EventStore) -> Sealer:
+    """What seals the secrets a command stores: the key of the server's processes, refused (`WrongKey`) when
+    it is not the one this database's secrets are sealed with."""
+    sealer = secrets_sealer(_settings(args))
+    check_key(store.database_url, sealer)
+    return sealer
+
+
 def _required_id(value: str, flag: str):
     parsed = parse_id(value)
     if parsed is None:
@@ -208,7 +217,8 @@ def cmd_admin(args: argparse.Namespace) -> None:
         org = _required_id(args.org, "--org")
 
         def run(store):
-            created, identity_secret = admin.create_website(store, org, args.name, args.brand_color)
+            created, identity_secret = admin.create_website(store, _sealer(args, store), org, args.name,
+                                                            args.brand_color)
             return {"id": str(created.id), "websiteName": args.name, "identitySecret": identity_secret}, created.position
     elif target == ("website", "agent"):
         website = _required_id(args.website, "--website")
@@ -217,7 +227,8 @@ def cmd_admin(args: argparse.Namespace) -> None:
         def run(store):
             body = agent.settings_of({"url": args.url, "enabled": not args.disabled, "greeting": args.greeting,
                                       "fallbackMessage": args.fallback_message})
-            created, secret = agent.configure(store, agent.website_org(store, website), website, body, allow_private)
+            created, secret = agent.configure(store, _sealer(args, store), agent.website_org(store, website), website,
+                                              body, allow_private)
             shown = {"websiteId": str(website), "url": body.url, "enabled": body.enabled}
             return ({**shown, "secret": secret} if secret else shown), created.position
     elif target == ("operator", "create"):

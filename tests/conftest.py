@@ -24,8 +24,11 @@ import psycopg
 import pytest
 
 from commands import admin
+from events.sealing import Sealer
 from events.store import EventStore
 from parley.embedded import EmbeddedNats, EmbeddedPostgres
+from parley.runtime import secrets_sealer
+from parley.settings import Settings
 
 ALL_KEY_SCOPES = "conversations:read,customers:read,customers:write,documents:read,messages:read,messages:write,websites:read"
 
@@ -154,6 +157,11 @@ class Server:
     def store(self) -> EventStore:
         return EventStore(self.database_url, pool_size=1)
 
+    @property
+    def sealer(self) -> Sealer:
+        """The server's: what commands run here seal its secrets with."""
+        return secrets_sealer(Settings(data_dir=self.data_dir, secrets_key=self.env.get("PARLEY_SECRETS_KEY", "")))
+
     def wait_projected(self, position: int, name: str = "core", timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout
         with psycopg.connect(self.database_url, autocommit=True) as conn:
@@ -236,7 +244,7 @@ class Tenant:
     def add_website(self, name: str | None = None) -> tuple[uuid.UUID, str]:
         store = self.server.store()
         try:
-            created, secret = admin.create_website(store, self.org_id, name or f"w-{uuid.uuid4().hex[:10]}", None)
+            created, secret = admin.create_website(store, self.server.sealer, self.org_id, name or f"w-{uuid.uuid4().hex[:10]}", None)
         finally:
             store.close()
         self.server.wait_projected(created.position)
@@ -248,7 +256,7 @@ def make_tenant(server: Server) -> Tenant:
     try:
         org = admin.create_org(store, "Org " + uuid.uuid4().hex[:6])
         name = f"site-{uuid.uuid4().hex[:10]}"
-        website, identity_secret = admin.create_website(store, org.id, name, "#123456")
+        website, identity_secret = admin.create_website(store, server.sealer, org.id, name, "#123456")
         email = f"op-{uuid.uuid4().hex[:8]}@example.com"
         operator, operator_token = admin.create_operator(store, org.id, email, "correct horse")
     finally:

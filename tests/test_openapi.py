@@ -16,7 +16,7 @@ from readapi.services import ApiSettings, Services
 @pytest.fixture(scope="module")
 def app():
     """The application as `parley serve` builds it; building the document needs no database."""
-    return create_app(Services(ApiSettings(), store=None, pool=None, watch=None)).app  # type: ignore[arg-type]
+    return create_app(Services(ApiSettings(), store=None, pool=None, watch=None, sealer=None)).app  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -69,8 +69,8 @@ async def configure_agent(request: Request, website_name: FromPath[str]) -> Resp
     principal = await operator(request)
     body = await decode_body(request, agent.AgentSettings)
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.configure, principal.org_id, website_id, body,
-                                        services(request).settings.webhook_allow_private)
+    created, secret = await run_command(request, agent.configure, services(request).sealer, principal.org_id,
+                                        website_id, body, services(request).settings.webhook_allow_private)
     saved = await view(request, principal, website_id, created)
     if secret is not None:
         saved = AgentWithSecret(**msgspec.structs.asdict(saved), secret=secret)
@@ -100,7 +100,8 @@ async def remove_agent(request: Request, website_name: FromPath[str]) -> Respons
 async def rotate_secret(request: Request, website_name: FromPath[str]) -> Response:
     principal = await operator(request)
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.rotate_secret, principal.org_id, website_id)
+    created, secret = await run_command(request, agent.rotate_secret, services(request).sealer, principal.org_id,
+                                        website_id)
     await written(request, created, PROJECTIONS)
     return json_response(Secret(secret), created)
 

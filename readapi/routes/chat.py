@@ -55,7 +55,7 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
 async def start_session(request: Request) -> Response:
     body = await decode_body(request, chat.SessionStart)
     await check_origin(request, parse_id(body.website_id))
-    session = await run_command(request, chat.start_session, body)
+    session = await run_command(request, chat.start_session, services(request).sealer, body)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)

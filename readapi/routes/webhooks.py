@@ -76,7 +76,7 @@ async def list_subscriptions(request: Request) -> Response:
 async def create_subscription(request: Request) -> Response:
     principal = await operator(request)
     body = await decode_body(request, webhooks.WebhookCreate)
-    created, secret = await run_command(request, webhooks.subscribe, principal, body,
+    created, secret = await run_command(request, webhooks.subscribe, services(request).sealer, principal, body,
                                         services(request).settings.webhook_allow_private)
     saved = await subscription(request, principal, created.id, created)
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)

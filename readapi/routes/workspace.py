@@ -72,7 +72,7 @@ async def revoke_key(request: Request, key_id: FromPath[str]) -> Response:
 async def create_website(request: Request) -> Response:
     principal = await operator(request)
     body = await decode_body(request, websites.WebsiteCreate)
-    created, secret = await run_command(request, websites.create_website, principal, body)
+    created, secret = await run_command(request, websites.create_website, services(request).sealer, principal, body)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 
@@ -92,7 +92,8 @@ async def update_website(request: Request, website_name: FromPath[str]) -> Respo
 @post("/api/websites/{website_name:str}/identity-secret", status_code=200)
 async def rotate_identity_secret(request: Request, website_name: FromPath[str]) -> Response:
     principal = await operator(request)
-    created, secret = await run_command(request, websites.rotate_identity_secret, principal, website_name)
+    created, secret = await run_command(request, websites.rotate_identity_secret, services(request).sealer, principal,
+                                        website_name)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 

@@ -4,10 +4,13 @@ stored before sealing existed reads as it is."""
 from __future__ import annotations
 
 import secrets
+import stat
 
 import pytest
 
 from events.sealing import PREFIX, Sealer, WrongKey
+from parley.runtime import secrets_sealer
+from parley.settings import Settings
 
 
 def test_a_sealed_secret_opens_under_its_key_only():
@@ -28,3 +31,14 @@ def test_a_value_stored_in_the_clear_reads_as_it_is():
 def test_a_key_that_is_not_32_bytes_is_refused(key):
     with pytest.raises(ValueError, match="32 bytes"):
         Sealer(key)
+
+
+def test_the_key_is_the_variable_else_a_private_file_made_once_in_the_data_directory(tmp_path):
+    made = secrets_sealer(Settings(data_dir=tmp_path / "data"))
+    key_file = tmp_path / "data" / "secrets.key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    sealed = made.seal("agsec_canary")
+    assert secrets_sealer(Settings(data_dir=tmp_path / "data")).open(sealed) == "agsec_canary"
+    given = secrets.token_urlsafe(32)
+    assert Sealer(given).open(secrets_sealer(Settings(data_dir=tmp_path / "data", secrets_key=given))
+                              .seal("agsec_canary")) == "agsec_canary"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.faultkit import Scenario, stored_messages  # noqa: E402
-from tests.receivers import Receiver  # noqa: E402
+from tests.support.faultkit import Scenario, stored_messages  # noqa: E402
+from tests.support.receivers import Receiver  # noqa: E402
 
 
 def main() -> None:

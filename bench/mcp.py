@@ -36,7 +36,7 @@ from projections.campaigns import CampaignsProjection
 from projections.chat import ChatProjection
 from projections.documents import DocumentsProjection
 from projections.views.inbox import MAX_PAGE
-from tests.mcp_helpers import Flow
+from tests.support.mcp_helpers import Flow
 
 GOAL_MS, GOAL_RATIO = 50.0, 2.0
 EVERY_WEBSITE = "REST (every website)"

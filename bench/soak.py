@@ -18,8 +18,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import percentile  # noqa: E402
-from tests.faultkit import Load, Scenario  # noqa: E402
-from tests.receivers import Receiver  # noqa: E402
+from tests.support.faultkit import Load, Scenario  # noqa: E402
+from tests.support.receivers import Receiver  # noqa: E402
 
 
 def memory(scenario: Scenario) -> dict[str, tuple[float, float]]:

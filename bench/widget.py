@@ -33,7 +33,7 @@ from commands import admin  # noqa: E402
 from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, HostPages  # noqa: E402
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, HostPages  # noqa: E402
 
 WATCH = """() => { window.__seen = {}; const root = document.querySelector('[data-parley=widget]').shadowRoot;
   new MutationObserver(() => { for (const p of root.querySelectorAll('.log .text'))

@@ -7,13 +7,16 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from commands.deciders.api_key import ApiKey, decide_revoke, fold_api_key
+from commands.deciders.operator import check_display_name, check_role, decide_join, fold_operator
 from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import ALL_SCOPES
-from commands.streams import load, name_stream, now
+from commands.streams import execute, load, name_stream, now
 from events import types as ev
 from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
@@ -83,19 +86,23 @@ def create_website(store: EventStore, sealer: Sealer, org_id: uuid.UUID, name: s
     return Created(website_id, position), identity_secret
 
 
-def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str) -> tuple[Created, str]:
+def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str, role: str = "owner",
+                    display_name: str | None = None) -> tuple[Created, str]:
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
     email = email.strip().lower()
     if len(email) > MAX_EMAIL or not EMAIL.match(email):
         raise Invalid(f"not an e-mail address of at most {MAX_EMAIL} characters", "email")
     if len(password) < 8:
         raise Invalid("the password needs at least 8 characters", "password")
+    created_role = check_role(role)
+    display_name = check_display_name(display_name)
     operator_id = new_id()
     try:
         store.append(
             _reserve("operator-email", email, org_id, operator_id),
             Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id, email=email,
-                                                       password_hash=_passwords.hash(password))),
+                                                       password_hash=_passwords.hash(password), role=created_role,
+                                                       display_name=display_name)),
         )
     except StreamConflict:
         raise Conflict("an operator with this e-mail address exists", "email") from None
@@ -104,11 +111,12 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
 
 
 def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
-                token_id: uuid.UUID | None = None) -> tuple[str, int]:
+                token_id: uuid.UUID | None = None, expires_at: datetime | None = None) -> tuple[str, int]:
     token = "pt_" + secrets.token_urlsafe(32)
     token_id = token_id or new_id()
     position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
-        org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token))))
+        org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token),
+        expires_at=expires_at)))
     return token, position
 
 
@@ -134,27 +142,15 @@ def operator_by_email(store: EventStore, email: str) -> tuple[uuid.UUID, list]:
     return operator_id, store.load(operator_id)
 
 
-def memberships(history: list) -> set[uuid.UUID]:
-    """The organizations an operator belongs to, from its stream: the one it was created in, and those added."""
-    orgs: set[uuid.UUID] = set()
-    for recorded in history:
-        event = recorded.event
-        if isinstance(event, (ev.OperatorCreated, ev.OperatorOrgAdded)):
-            orgs.add(event.org_id)
-        elif isinstance(event, ev.OperatorOrgRemoved):
-            orgs.discard(event.org_id)
-    return orgs
-
-
-def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
-    """The operator also belongs to `org_id`; it keeps signing in as before (to the organization it was
-    created in), and the MCP consent page offers every organization it belongs to."""
+def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID, role: str = "owner") -> Created:
+    """The operator also belongs to `org_id`, with `role`; it keeps signing in as before (to the organization
+    it was created in), and the MCP consent page offers every organization it belongs to."""
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
-    operator_id, history = operator_by_email(store, email)
-    if org_id in memberships(history):
-        return Created(operator_id, store.org_position(org_id))
-    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgAdded(
-        org_id=org_id, at=now(), operator_id=operator_id))))
+    joined_role = check_role(role)
+    operator_id, _ = operator_by_email(store, email)
+    appended = execute(store, org_id, lambda: fold_operator(store.load(operator_id)),
+                       lambda operator: decide_join(operator, org_id, joined_role, now()))
+    return Created(operator_id, appended.position)
 
 
 def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
@@ -162,7 +158,7 @@ def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Cre
     operator_id, history = operator_by_email(store, email)
     if history[0].event.org_id == org_id:
         raise Invalid("an operator cannot leave the organization it was created in", "org")
-    if org_id not in memberships(history):
+    if org_id not in fold_operator(history).memberships:
         raise NotFound("the operator is not a member of this organization", "org")
     return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgRemoved(
         org_id=org_id, at=now(), operator_id=operator_id))))
@@ -193,15 +189,18 @@ def create_api_key(store: EventStore, org_id: uuid.UUID, scopes: list[str], webs
     return Created(key_id, position), secret
 
 
-def revoke_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None = None) -> Created:
-    """Revokes a key (again: nothing new); with `org_id`, another organization's key reads as missing."""
+def load_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None) -> ApiKey:
+    """With `org_id`, another organization's key reads as missing."""
     history = store.load(key_id) if key_id else []
     if (not history or not isinstance(history[0].event, ev.ApiKeyCreated)
             or org_id not in (None, history[0].event.org_id)):
         raise NotFound("API key not found", "id")
-    org_id = history[0].event.org_id
-    if any(isinstance(r.event, ev.ApiKeyRevoked) for r in history):
-        return Created(key_id, store.org_position(org_id))
-    position = store.append(Pending(key_id, history[-1].version + 1,
-                                    ev.ApiKeyRevoked(org_id=org_id, at=now(), key_id=key_id)))
-    return Created(key_id, position)
+    return fold_api_key(history)
+
+
+def revoke_api_key(store: EventStore, key_id: uuid.UUID | None, org_id: uuid.UUID | None = None) -> Created:
+    """Revokes a key (again: nothing new)."""
+    key = load_api_key(store, key_id, org_id)
+    appended = execute(store, key.created.org_id, lambda: key, lambda found: decide_revoke(found, now()),
+                       retry=False)
+    return Created(key.created.key_id, appended.position)

@@ -1,7 +1,7 @@
 """A website's AI agent (its AG-UI endpoint): configuring, rotating the bearer secret, removing it; the
 results of the actions it offered a visitor; its hand-offs to the team.
 
-The configuration is a stream per website (`agent_stream`), folded here for each decision. The bearer
+The configuration is a stream per website (`agent_stream`), folded for each decision. The bearer
 secret is made here, returned once (to the request that first configures the agent, and to each
 rotation) and never again."""
 
@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 import msgspec
 
 from commands.admin import Created
-from commands.errors import Conflict, Invalid, NotFound
+from commands.deciders.agent import (AgentState, Offer, decide_action_result, decide_configure, decide_remove,
+                                     decide_rotate_secret, fold_agent, fold_offer)
+from commands.deciders.conversation import decide_handoff, fold_conversation
+from commands.errors import Invalid, NotFound
 from commands.principal import Principal
-from commands.streams import load, name_stream, now
+from commands.streams import execute, load, name_stream, now
 from commands.webhooks import valid_url  # the agent's URL passes the webhooks' SSRF guard
 from events import types as ev
 from events.sealing import Sealer
-from events.store import EventStore, Pending, StreamConflict
+from events.store import EventStore
 
 DEFAULT_FALLBACK = "A teammate will reply shortly"
 MAX_TEXT = 2000
@@ -42,14 +44,6 @@ class ActionResult(msgspec.Struct, forbid_unknown_fields=True):
     """`POST /api/chat/actions/{toolCallId}/result`: what the page's handler returned (any JSON value)."""
 
     result: Any = None
-
-
-@dataclass(frozen=True)
-class AgentState:
-    website_id: uuid.UUID
-    org_id: uuid.UUID
-    configured: ev.AgentConfigured | None  # None: never configured, or removed
-    version: int
 
 
 def agent_stream(website_id: uuid.UUID) -> uuid.UUID:
@@ -87,13 +81,9 @@ def settings_of(values: dict) -> AgentSettings:
 
 
 def load_agent(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -> AgentState:
-    load(store, website_id, ev.WebsiteCreated, org_id, "website")
-    state = AgentState(website_id, org_id, None, 0)
-    for recorded in store.load(agent_stream(website_id)):
-        e = recorded.event
-        state = replace(state, version=recorded.version, configured=(
-            e if isinstance(e, ev.AgentConfigured) else None if isinstance(e, ev.AgentRemoved) else state.configured))
-    return state
+    website = load(store, website_id, ev.WebsiteCreated, org_id, "website").created
+    stream = agent_stream(website_id)
+    return fold_agent(stream, website, store.load(stream))
 
 
 def new_secret() -> str:
@@ -102,87 +92,55 @@ def new_secret() -> str:
 
 def configure(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID, body: AgentSettings,
               allow_private: bool) -> tuple[Created, str | None]:
-    """Sets the configuration; the answer carries the new secret only when this configures the agent
-    for the first time (or again after a removal)."""
-    url = valid_url(body.url, allow_private)
-    while True:
-        state = load_agent(store, org_id, website_id)
-        at, stream = now(), agent_stream(website_id)
-        configured = ev.AgentConfigured(org_id=org_id, at=at, website_id=website_id, url=url, enabled=body.enabled,
-                                        greeting=body.greeting, fallback_message=body.fallback_message)
-        pending = [Pending(stream, state.version + 1, configured)]
-        secret = None
-        if state.configured is None:
-            secret = new_secret()
-            pending.append(Pending(stream, state.version + 2, ev.AgentSecretSet(
-                org_id=org_id, at=at, website_id=website_id, secret=sealer.seal(secret))))
-        elif msgspec.structs.replace(state.configured, at=at) == configured:
-            return Created(website_id, store.org_position(org_id)), None
-        try:
-            return Created(website_id, store.append(*pending)), secret
-        except StreamConflict:
-            continue  # configured concurrently: decide again on the fresh state
+    """Sets the configuration (decided again when configured concurrently); the answer carries the new
+    secret only when this configures the agent for the first time (or again after a removal)."""
+    url, secret = valid_url(body.url, allow_private), new_secret()
+    sealed = sealer.seal(secret)
+    appended = execute(store, org_id, lambda: load_agent(store, org_id, website_id), lambda agent: decide_configure(
+        agent, url=url, enabled=body.enabled, greeting=body.greeting, fallback_message=body.fallback_message,
+        secret=sealed, at=now()))
+    return Created(website_id, appended.position), secret if appended.state.configured is None else None
 
 
 def rotate_secret(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID) -> tuple[Created, str]:
-    while True:
-        state = load_agent(store, org_id, website_id)
-        if state.configured is None:
-            raise NotFound("this website has no agent")
-        secret = new_secret()
-        try:
-            position = store.append(Pending(agent_stream(website_id), state.version + 1, ev.AgentSecretSet(
-                org_id=org_id, at=now(), website_id=website_id, secret=sealer.seal(secret))))
-        except StreamConflict:
-            continue
-        return Created(website_id, position), secret
+    secret = new_secret()
+    sealed = sealer.seal(secret)
+    appended = execute(store, org_id, lambda: load_agent(store, org_id, website_id),
+                       lambda agent: decide_rotate_secret(agent, sealed, now()))
+    return Created(website_id, appended.position), secret
 
 
 def remove(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -> Created:
-    while True:
-        state = load_agent(store, org_id, website_id)
-        if state.configured is None:
-            raise NotFound("this website has no agent")
-        try:
-            return Created(website_id, store.append(Pending(agent_stream(website_id), state.version + 1,
-                                                            ev.AgentRemoved(org_id=org_id, at=now(),
-                                                                            website_id=website_id))))
-        except StreamConflict:
-            continue
+    appended = execute(store, org_id, lambda: load_agent(store, org_id, website_id),
+                       lambda agent: decide_remove(agent, now()))
+    return Created(website_id, appended.position)
 
 
-def action_result(store: EventStore, principal: Principal, tool_call_id: str, body: ActionResult) -> Created:
-    """The visitor's result for an action the agent offered them; one result per offer."""
-    content = msgspec.json.encode(body.result).decode()
-    if len(content) > MAX_RESULT:
-        raise Invalid(f"the result is longer than {MAX_RESULT} characters of JSON", "result")
-    stream = action_stream(principal.customer_id, tool_call_id)
-    history = store.load(stream)
+def load_offer(store: EventStore, principal: Principal, tool_call_id: str) -> Offer:
+    history = store.load(action_stream(principal.customer_id, tool_call_id))
     if not history or not isinstance(offered := history[0].event, ev.AgentActionOffered) \
             or offered.org_id != principal.org_id:
         raise NotFound("no action was offered with this tool call id", "toolCallId")
-    if len(history) > 1:
-        raise Conflict("this action already has a result", "toolCallId")
-    try:
-        position = store.append(Pending(stream, 2, ev.AgentActionResult(
-            org_id=principal.org_id, at=now(), conversation_id=offered.conversation_id,
-            website_id=offered.website_id, tool_call_id=tool_call_id, content=content)))
-    except StreamConflict:
-        raise Conflict("this action already has a result", "toolCallId") from None
-    return Created(offered.conversation_id, position)
+    return fold_offer(history)
+
+
+def action_result(store: EventStore, principal: Principal, tool_call_id: str, body: ActionResult) -> Created:
+    """The visitor's result for an action the agent offered them; a second result (even a concurrent
+    one, decided again) is refused."""
+    content = msgspec.json.encode(body.result).decode()
+    if len(content) > MAX_RESULT:
+        raise Invalid(f"the result is longer than {MAX_RESULT} characters of JSON", "result")
+    appended = execute(store, principal.org_id, lambda: load_offer(store, principal, tool_call_id),
+                       lambda offer: decide_action_result(offer, content, now()))
+    return Created(appended.state.offered.conversation_id, appended.position)
 
 
 def pause(store: EventStore, org_id: uuid.UUID, conversation_id: uuid.UUID, reason: str) -> int:
     """The agent's hand-off (its own, or after a failed run): pauses it in the conversation and tells
-    the team why. Returns the position."""
-    while True:
-        conversation = load(store, conversation_id, ev.ConversationCreated, org_id, "conversation")
-        try:
-            return store.append(Pending(conversation_id, conversation.version + 1, ev.ConversationUpdated(
-                org_id=org_id, at=now(), conversation_id=conversation_id, agent_paused=True,
-                agent_pause_reason=reason, handoff=True)))
-        except StreamConflict:
-            continue
+    the team why (decided again after a concurrent change). Returns the position."""
+    return execute(store, org_id, lambda: fold_conversation(
+        load(store, conversation_id, ev.ConversationCreated, org_id, "conversation").history),
+        lambda conversation: decide_handoff(conversation, reason, now())).position
 
 
 def parse_tool_call_id(raw: str) -> str:

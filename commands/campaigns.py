@@ -1,7 +1,8 @@
 """Campaigns: the operator's drafts and state moves, and the sender's steps (start, record the audience,
 send a batch, complete).
 
-A campaign is one stream. Every move appends at the stream's next version, so two moves never both
+A campaign is one stream (its fold and the operator's moves: `commands/deciders/campaign.py`). Every
+move appends at the stream's next version, so two moves never both
 win: a cancel and a batch racing each other, or two senders sending the same batch, end with one
 appended and the other refused (`StreamConflict`), which then decides again from the stream. A batch's
 conversations and messages are appended in the same transaction as its `CampaignBatchSent` marker, so
@@ -20,12 +21,14 @@ import msgspec
 
 from commands.admin import Created
 from commands.customers import target_website
-from commands.errors import Conflict, Invalid
+from commands.deciders.campaign import (Campaign, check_text, decide_cancel, decide_delete, decide_schedule,
+                                        decide_send, decide_update, fold_campaign)
+from commands.errors import NotFound
 from commands.messages import MAX_CONTENT
 from commands.principal import Principal
-from commands.streams import load, now
+from commands.streams import execute, load, now
 from events import types as ev
-from events.store import EventStore, Pending, StreamConflict
+from events.store import EventStore, Pending
 from events.ids import new_id
 
 Status = Literal["draft", "scheduled", "sending", "sent", "cancelled"]
@@ -77,66 +80,12 @@ class CampaignSchedule(msgspec.Struct, forbid_unknown_fields=True):
     at: Annotated[datetime, msgspec.Meta(tz=True)]
 
 
-class StateConflict(Conflict):
-    """An illegal move: the answer names the campaign's current state."""
-
-    def __init__(self, detail: str, current: str):
-        super().__init__(detail)
-        self.extensions = {"campaignStatus": current}
-
-
-@dataclass
-class Campaign:
-    """A campaign's state, folded from its stream."""
-
-    content: ev.CampaignContent
-    version: int
-    status: str = "draft"
-    deleted: bool = False
-    scheduled_at: datetime | None = None
-    recipients: list[uuid.UUID] | None = None  # resolved when the send starts
-    done: int = 0  # recipients sent to, in order
-    parts: int = 0
-
-    @property
-    def campaign_id(self) -> uuid.UUID:
-        return self.content.campaign_id
-
-    def apply(self, event: ev.Event) -> None:
-        if isinstance(event, ev.CampaignContent):
-            self.content = event
-        elif isinstance(event, ev.CampaignDeleted):
-            self.deleted = True
-        elif isinstance(event, ev.CampaignScheduled):
-            self.status, self.scheduled_at = "scheduled", event.scheduled_at
-        elif isinstance(event, ev.CampaignStarted):
-            self.status = "sending"
-        elif isinstance(event, ev.CampaignRecipients):
-            self.recipients = (self.recipients or []) + list(event.customer_ids)
-            self.parts += 1
-        elif isinstance(event, ev.CampaignBatchSent):
-            self.done = event.first + event.count
-        elif isinstance(event, ev.CampaignCompleted):
-            self.status = "sent"
-        elif isinstance(event, ev.CampaignCancelled):
-            self.status = "cancelled"
-
-
 def load_campaign(store: EventStore, org_id: uuid.UUID, campaign_id: uuid.UUID | None) -> Campaign:
     """The organization's campaign; a missing, deleted or foreign one is 404."""
-    entity = load(store, campaign_id, ev.CampaignCreated, org_id, "campaign")
-    campaign = Campaign(entity.created, entity.version)
-    for recorded in entity.history[1:]:
-        campaign.apply(recorded.event)
+    campaign = fold_campaign(load(store, campaign_id, ev.CampaignCreated, org_id, "campaign").history)
     if campaign.deleted:
-        load(store, None, ev.CampaignCreated, org_id, "campaign")
+        raise NotFound("campaign not found")
     return campaign
-
-
-def _text(value: str, name: str) -> str:
-    if not value.strip():
-        raise Invalid(f"{name} must not be empty", name)
-    return value
 
 
 def create_campaign(store: EventStore, principal: Principal, body: CampaignCreate) -> Created:
@@ -144,71 +93,41 @@ def create_campaign(store: EventStore, principal: Principal, body: CampaignCreat
     campaign_id = new_id()
     position = store.append(Pending(campaign_id, 1, ev.CampaignCreated(
         org_id=principal.org_id, at=now(), campaign_id=campaign_id, website_id=website_id,
-        name=_text(body.name, "name"), content=_text(body.content, "content"), audience=body.audience.audience())))
+        name=check_text(body.name, "name"), content=check_text(body.content, "content"),
+        audience=body.audience.audience())))
     return Created(campaign_id, position)
 
 
-def _move(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None, allowed: tuple[str, ...],
-          what: str, event_of: Callable[[Campaign], ev.Event | None]) -> Created:
-    """Appends the move `event_of` decides (None: nothing changes) if the campaign's state allows it,
-    deciding again when another move wins the version meanwhile."""
-    while True:
-        campaign = load_campaign(store, principal.org_id, campaign_id)
-        if campaign.status not in allowed:
-            raise StateConflict(f"the campaign is {campaign.status}; only a {' or '.join(allowed)} campaign can be "
-                                f"{what}", campaign.status)
-        event = event_of(campaign)
-        if event is None:
-            return Created(campaign.campaign_id, store.org_position(principal.org_id))
-        try:
-            return Created(campaign.campaign_id, store.append(Pending(campaign.campaign_id, campaign.version + 1,
-                                                                      event)))
-        except StreamConflict:
-            continue
+def _move(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None,
+          decide: Callable[[Campaign], list[Pending]]) -> Created:
+    """Appends the move `decide` decides, deciding again when another move wins the version meanwhile."""
+    appended = execute(store, principal.org_id, lambda: load_campaign(store, principal.org_id, campaign_id), decide)
+    return Created(appended.state.campaign_id, appended.position)
 
 
 def update_campaign(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None,
                     body: CampaignUpdate) -> Created:
-    def edited(campaign: Campaign) -> ev.Event | None:
-        old = campaign.content
-        changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not msgspec.UNSET}
-        if "audience" in changes:
-            changes["audience"] = body.audience.audience()  # type: ignore[union-attr]
-        for name in ("name", "content"):
-            if name in changes:
-                _text(changes[name], name)
-        fields = {"name": old.name, "content": old.content, "audience": old.audience, **changes}
-        if fields == {"name": old.name, "content": old.content, "audience": old.audience}:
-            return None
-        return ev.CampaignUpdated(org_id=old.org_id, at=now(), campaign_id=old.campaign_id,
-                                  website_id=old.website_id, **fields)
-    return _move(store, principal, campaign_id, ("draft",), "edited", edited)
+    changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not msgspec.UNSET}
+    if "audience" in changes:
+        changes["audience"] = body.audience.audience()  # type: ignore[union-attr]
+    return _move(store, principal, campaign_id, lambda campaign: decide_update(campaign, changes, now()))
 
 
 def delete_campaign(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None) -> Created:
-    return _move(store, principal, campaign_id, ("draft",), "deleted", lambda c: ev.CampaignDeleted(
-        org_id=principal.org_id, at=now(), campaign_id=c.campaign_id, website_id=c.content.website_id))
+    return _move(store, principal, campaign_id, lambda campaign: decide_delete(campaign, now()))
 
 
 def schedule_campaign(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None,
                       body: CampaignSchedule) -> Created:
-    """From a draft, or again to move a scheduled campaign's time."""
-    def scheduled(campaign: Campaign) -> ev.Event:
-        if body.at <= now():
-            raise Invalid("at must be in the future; POST .../send sends now", "at")
-        return ev.CampaignScheduled(org_id=principal.org_id, at=now(), campaign_id=campaign.campaign_id,
-                                    scheduled_at=body.at)
-    return _move(store, principal, campaign_id, ("draft", "scheduled"), "scheduled", scheduled)
+    return _move(store, principal, campaign_id, lambda campaign: decide_schedule(campaign, body.at, now()))
 
 
 def send_campaign(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None) -> Created:
-    return _move(store, principal, campaign_id, ("draft", "scheduled"), "sent", lambda c: ev.CampaignStarted(
-        org_id=principal.org_id, at=now(), campaign_id=c.campaign_id))
+    return _move(store, principal, campaign_id, lambda campaign: decide_send(campaign, now()))
 
 
 def cancel_campaign(store: EventStore, principal: Principal, campaign_id: uuid.UUID | None) -> Created:
-    return _move(store, principal, campaign_id, ("draft", "scheduled", "sending"), "cancelled",
-                 lambda c: ev.CampaignCancelled(org_id=principal.org_id, at=now(), campaign_id=c.campaign_id))
+    return _move(store, principal, campaign_id, lambda campaign: decide_cancel(campaign, now()))
 
 
 # --- the sender's steps -----------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ import msgspec
 
 from commands.admin import Created
 from commands.errors import Invalid
+from commands.deciders.customer import Customer, check_pinned_customer, decide_update, fold_customer
 from commands.principal import Principal
-from commands.streams import load, now
+from commands.streams import execute, load, now
 from events import types as ev
 from events.store import EventStore, Pending
 from events.ids import new_id, parse_id
@@ -57,14 +58,16 @@ def create_customer(store: EventStore, principal: Principal, body: CustomerCreat
     return Created(customer_id, position)
 
 
+def load_customer(store: EventStore, principal: Principal, customer_id: uuid.UUID | None) -> Customer:
+    """A customer of the principal's organization (and of its website, for a pinned key or a visitor)."""
+    customer = load(store, customer_id, ev.CustomerCreated, principal.org_id, "customer")
+    check_pinned_customer(principal, customer.created)
+    return fold_customer(customer.history)
+
+
 def update_customer(store: EventStore, principal: Principal, customer_id: uuid.UUID | None,
                     body: CustomerUpdate) -> Created:
-    customer = load(store, customer_id, ev.CustomerCreated, principal.org_id, "customer")
-    if principal.website_id is not None and customer.created.website_id != principal.website_id:
-        load(store, None, ev.CustomerCreated, principal.org_id, "customer")
     changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not msgspec.UNSET}
-    if not changes:
-        return Created(customer.created.customer_id, store.org_position(principal.org_id))
-    position = store.append(Pending(customer.created.customer_id, customer.version + 1, ev.CustomerUpdated(
-        org_id=principal.org_id, at=now(), customer_id=customer.created.customer_id, changes=changes)))
-    return Created(customer.created.customer_id, position)
+    appended = execute(store, principal.org_id, lambda: load_customer(store, principal, customer_id),
+                       lambda customer: decide_update(customer, changes, now()), retry=False)
+    return Created(appended.state.created.customer_id, appended.position)

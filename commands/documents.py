@@ -13,9 +13,11 @@ import msgspec
 
 from commands.admin import Created
 from commands.customers import target_website
-from commands.errors import Invalid
+from commands.deciders.document import (SOURCE_KIND, Document, Fields, Source, check_title, created,
+                                        decide_delete, decide_import, decide_update, fold_document)
+from commands.errors import Invalid, NotFound
 from commands.principal import Principal
-from commands.streams import load, name_stream, now
+from commands.streams import Folded, execute, load, name_stream, now
 from events import types as ev
 from events.store import EventStore, Pending
 from events.ids import new_id
@@ -28,8 +30,7 @@ LOCALE = re.compile(LOCALE_PATTERN)
 Locale = Annotated[str, msgspec.Meta(pattern=LOCALE_PATTERN)]
 Category = Annotated[str, msgspec.Meta(max_length=MAX_CATEGORY)]
 Content = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
-Source = Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
-SOURCE_KIND = "document-source"
+SourcePath = Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
 
 
 class DocumentCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
@@ -55,28 +56,7 @@ class DocumentImport(DocumentCreate, kw_only=True):
     """One file of an imported folder: a document to create, and `source`, its path in the folder, which
     a re-import finds the document by (the same key as `parley docs import` on the server's machine)."""
 
-    source: Source
-
-
-@dataclass(frozen=True)
-class Fields:
-    """What a document says, compared by the import to decide whether a file changed."""
-
-    title: str
-    locale: str
-    category: str | None
-    published: bool
-    content: str
-
-
-def _fields(state: ev.DocumentState) -> Fields:
-    return Fields(state.title, state.locale, state.category, state.published, state.content)
-
-
-def _check_title(title: str) -> str:
-    if not title.strip():
-        raise Invalid("title must not be empty", "title")
-    return title.strip()
+    source: SourcePath
 
 
 def _checked(fields: Fields) -> Fields:
@@ -87,64 +67,38 @@ def _checked(fields: Fields) -> Fields:
                                ("content", fields.content, MAX_CONTENT)):
         if len(value) > limit:
             raise Invalid(f"{name} is longer than {limit} characters", name)
-    return Fields(_check_title(fields.title), fields.locale, fields.category, fields.published, fields.content)
-
-
-@dataclass(frozen=True)
-class Document:
-    state: ev.DocumentState
-    version: int
+    return Fields(check_title(fields.title), fields.locale, fields.category, fields.published, fields.content)
 
 
 def load_document(store: EventStore, principal: Principal, document_id: uuid.UUID | None) -> Document:
     """The live document of this organization (and pinned website); deleted or foreign ones are 404."""
-    entity = load(store, document_id, ev.DocumentCreated, principal.org_id, "document")
-    last = entity.history[-1].event
-    if isinstance(last, ev.DocumentDeleted) or (
-            principal.website_id is not None and entity.created.website_id != principal.website_id):
-        load(store, None, ev.DocumentCreated, principal.org_id, "document")
-    assert isinstance(last, ev.DocumentState)
-    return Document(last, entity.version)
-
-
-def _created(org_id: uuid.UUID, website_id: uuid.UUID, document_id: uuid.UUID, fields: Fields,
-             source: str | None = None) -> ev.DocumentCreated:
-    return ev.DocumentCreated(org_id=org_id, at=now(), document_id=document_id, website_id=website_id,
-                              source=source, **fields.__dict__)
-
-
-def _updated(state: ev.DocumentState, fields: Fields) -> ev.DocumentUpdated:
-    return ev.DocumentUpdated(org_id=state.org_id, at=now(), document_id=state.document_id,
-                              website_id=state.website_id, **fields.__dict__)
+    document = fold_document(load(store, document_id, ev.DocumentCreated, principal.org_id, "document").history)
+    if document.deleted or (principal.website_id is not None and document.state.website_id != principal.website_id):
+        raise NotFound("document not found")
+    return document
 
 
 def create_document(store: EventStore, principal: Principal, body: DocumentCreate) -> Created:
     website_id = target_website(store, principal, body.website_id)
-    fields = Fields(_check_title(body.title), body.locale, body.category, body.published, body.content)
+    fields = Fields(check_title(body.title), body.locale, body.category, body.published, body.content)
     document_id = new_id()
-    position = store.append(Pending(document_id, 1, _created(principal.org_id, website_id, document_id, fields)))
+    position = store.append(Pending(document_id, 1, created(principal.org_id, website_id, document_id, fields,
+                                                           now())))
     return Created(document_id, position)
 
 
 def update_document(store: EventStore, principal: Principal, document_id: uuid.UUID | None,
                     body: DocumentUpdate) -> Created:
-    document = load_document(store, principal, document_id)
     changes = {k: v for k, v in msgspec.structs.asdict(body).items() if v is not msgspec.UNSET}
-    if "title" in changes:
-        changes["title"] = _check_title(changes["title"])
-    fields = Fields(**{**_fields(document.state).__dict__, **changes})
-    if fields == _fields(document.state):
-        return Created(document.state.document_id, store.org_position(principal.org_id))
-    position = store.append(Pending(document.state.document_id, document.version + 1, _updated(document.state, fields)))
-    return Created(document.state.document_id, position)
+    appended = execute(store, principal.org_id, lambda: load_document(store, principal, document_id),
+                       lambda document: decide_update(document, changes, now()), retry=False)
+    return Created(appended.state.state.document_id, appended.position)
 
 
 def delete_document(store: EventStore, principal: Principal, document_id: uuid.UUID | None) -> Created:
-    document = load_document(store, principal, document_id)
-    position = store.append(Pending(document.state.document_id, document.version + 1, ev.DocumentDeleted(
-        org_id=principal.org_id, at=now(), document_id=document.state.document_id,
-        website_id=document.state.website_id)))
-    return Created(document.state.document_id, position)
+    appended = execute(store, principal.org_id, lambda: load_document(store, principal, document_id),
+                       lambda document: decide_delete(document, now()), retry=False)
+    return Created(appended.state.state.document_id, appended.position)
 
 
 # --- import of a folder of Markdown files -------------------------------------------------------------
@@ -192,6 +146,16 @@ def import_each(files: list[tuple[str, Fields]], import_one: Callable[[str, Fiel
     return outcomes
 
 
+def load_source(store: EventStore, website_id: uuid.UUID, path: str) -> Source:
+    name_id = name_stream(SOURCE_KIND, f"{website_id}:{path}")
+    reservations = store.load(name_id)
+    if not reservations:
+        return Source(Folded(name_id, 0), None)
+    reserved = reservations[-1].event
+    assert isinstance(reserved, ev.NameReserved)
+    return Source(Folded(name_id, reservations[-1].version), fold_document(store.load(reserved.owner_id)))
+
+
 def import_document(store: EventStore, website_id: uuid.UUID, source: str, fields: Fields) -> Imported:
     """Creates the document of an imported file, or updates it when the file changed.
 
@@ -200,24 +164,14 @@ def import_document(store: EventStore, website_id: uuid.UUID, source: str, field
     """
     org_id = _org_of(store, website_id)
     fields = _checked(fields)
-    name_id = name_stream(SOURCE_KIND, f"{website_id}:{source}")
-    reservations = store.load(name_id)
-    if reservations:
-        reserved = reservations[-1].event
-        assert isinstance(reserved, ev.NameReserved)
-        history = store.load(reserved.owner_id)
-        last = history[-1].event
-        if isinstance(last, ev.DocumentState):
-            if _fields(last) == fields:
-                return Imported("unchanged", Created(last.document_id, store.org_position(org_id)))
-            position = store.append(Pending(last.document_id, history[-1].version + 1, _updated(last, fields)))
-            return Imported("updated", Created(last.document_id, position))
-    document_id = new_id()
-    reservation = ev.NameReserved(org_id=org_id, at=now(), kind=SOURCE_KIND, value=f"{website_id}:{source}",
-                                  owner_id=document_id)
-    position = store.append(Pending(name_id, len(reservations) + 1, reservation),
-                            Pending(document_id, 1, _created(org_id, website_id, document_id, fields, source)))
-    return Imported("created", Created(document_id, position))
+    new_document_id = new_id()
+    appended = execute(store, org_id, lambda: load_source(store, website_id, source), lambda found: decide_import(
+        found, org_id, website_id, source, fields, document_id=new_document_id, at=now()), retry=False)
+    document = appended.state.document
+    if document is None or document.deleted:
+        return Imported("created", Created(new_document_id, appended.position))
+    return Imported("updated" if appended.pending else "unchanged",
+                    Created(document.state.document_id, appended.position))
 
 
 def import_sent_document(store: EventStore, principal: Principal, body: DocumentImport) -> Imported:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Literal
 
-from events.types import Actor
+from events.types import Actor, Origin
+
+# What an operator may do in an organization, one role per membership: `owner` everything, `admin` the
+# workspace's settings, keys and team, `agent` the conversations, customers and help documents.
+Role = Literal["owner", "admin", "agent"]
+# owner ≥ admin ≥ agent: a role may do what the roles below it may
+RANK: dict[str, int] = {"agent": 0, "admin": 1, "owner": 2}
 
 ALL_SCOPES = frozenset({
     "conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
@@ -27,10 +34,20 @@ class Principal:
     # The credential generation it was looked up at: a write made for it is refused once a revocation
     # has moved the generation on (None: not looked up, as the CLI's own principals).
     generation: int | None = None
+    # The operator's role in `org_id`; None for what is no operator (an API key, a visitor's chat session).
+    role: Role | None = None
+    expires_at: datetime | None = None  # a credential that ends by itself (a `parley login` token)
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= datetime.now(timezone.utc)
 
     @property
     def is_operator(self) -> bool:
         return self.kind == "operator"
+
+    def has_role(self, wanted: Role) -> bool:
+        """Whether the operator's role is `wanted` or above it."""
+        return self.role is not None and RANK[self.role] >= RANK[wanted]
 
     @property
     def actor(self) -> Actor:
@@ -38,3 +55,14 @@ class Principal:
         if self.kind == "chat":
             return Actor("customer", self.customer_id)
         return Actor("operator", self.operator_id) if self.is_operator else Actor("apikey", self.credential_id)
+
+    def origin(self, address: str | None, via: str | None = None) -> Origin | None:
+        """What the audit log names as the origin of this credential's writes: an operator's token (`cli`
+        for the CLI's login token, the only one that ends by itself), an API key, or `via` an MCP client;
+        None for a visitor, whose requests are no staff's."""
+        if self.kind == "chat":
+            return None
+        if self.kind == "apikey":
+            return Origin("apikey", self.credential_id, self.credential_id, address)
+        return Origin(via or ("cli" if self.expires_at is not None else "operator"), self.operator_id,
+                      self.credential_id, address)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass, replace
 from typing import Annotated
 
 import msgspec
@@ -15,12 +14,14 @@ import msgspec
 from commands.admin import Created
 from commands.customers import target_website
 from commands.errors import Invalid, NotFound
-from commands.principal import Principal
-from commands.streams import now
 from commands.addresses import RefusedTarget, check_url
+from commands.deciders.webhook import (Subscription, check_immutable, decide_delete, decide_disable_after_failures,
+                                       decide_update, fold_subscription)
+from commands.principal import Principal
+from commands.streams import execute, now
 from events import types as ev
 from events.sealing import Sealer
-from events.store import EventStore, Pending, StreamConflict
+from events.store import EventStore, Pending
 from events.ids import new_id
 
 EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
@@ -44,34 +45,14 @@ class WebhookUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     website_id: str | None | msgspec.UnsetType = msgspec.UNSET
 
 
-@dataclass(frozen=True)
-class Subscription:
-    subscription_id: uuid.UUID
-    org_id: uuid.UUID
-    website_id: uuid.UUID
-    url: str
-    events: list[str]
-    active: bool
-    version: int
-
-
 def load_subscription(store: EventStore, org_id: uuid.UUID, subscription_id: uuid.UUID | None) -> Subscription:
     """The subscription's current state; another organization's, a deleted or a missing one is 404."""
     history = store.load(subscription_id) if subscription_id else []
     if not history or not isinstance(first := history[0].event, ev.WebhookSubscribed) or first.org_id != org_id:
         raise NotFound("webhook subscription not found")
-    state = Subscription(first.subscription_id, first.org_id, first.website_id, first.url, first.events, True,
-                         history[0].version)
-    for recorded in history[1:]:
-        event = recorded.event
-        if isinstance(event, ev.WebhookDeleted):
-            raise NotFound("webhook subscription not found")
-        if isinstance(event, ev.WebhookUpdated):
-            state = replace(state, url=event.url or state.url,
-                            events=state.events if event.events is None else event.events)
-        elif isinstance(event, (ev.WebhookDisabled, ev.WebhookEnabled)):
-            state = replace(state, active=isinstance(event, ev.WebhookEnabled))
-        state = replace(state, version=recorded.version)
+    state = fold_subscription(history)
+    if state.deleted:
+        raise NotFound("webhook subscription not found")
     return state
 
 
@@ -103,46 +84,29 @@ def subscribe(store: EventStore, sealer: Sealer, principal: Principal, body: Web
 
 def update(store: EventStore, principal: Principal, subscription_id: uuid.UUID | None, body: WebhookUpdate,
            allow_private: bool) -> Created:
-    current = load_subscription(store, principal.org_id, subscription_id)
-    if body.secret is not msgspec.UNSET:
-        raise Invalid("the secret is immutable; create a new subscription to rotate it", "secret")
-    if body.website_id is not msgspec.UNSET and body.website_id != str(current.website_id):
-        raise Invalid("the website of a subscription is immutable", "websiteId")
-    url = current.url if body.url is msgspec.UNSET else valid_url(body.url, allow_private)
-    events = current.events if body.events is msgspec.UNSET else valid_events(body.events)
-    changes: list[ev.Event] = []
-    base = {"org_id": principal.org_id, "at": now(), "subscription_id": current.subscription_id}
-    if url != current.url or events != current.events:
-        changes.append(ev.WebhookUpdated(**base, url=url if url != current.url else None,
-                                         events=events if events != current.events else None))
-    if body.active is not msgspec.UNSET and body.active != current.active:
-        changes.append(ev.WebhookEnabled(**base) if body.active
-                       else ev.WebhookDisabled(**base, reason="disabled by an operator"))
-    if not changes:
-        return Created(current.subscription_id, store.org_position(principal.org_id))
-    position = store.append(*(Pending(current.subscription_id, current.version + i, change)
-                              for i, change in enumerate(changes, start=1)))
-    return Created(current.subscription_id, position)
+    def decide(current: Subscription) -> list[Pending]:
+        check_immutable(current, body.secret, body.website_id)
+        return decide_update(current, now(),
+                             url=body.url if body.url is msgspec.UNSET else valid_url(body.url, allow_private),
+                             events=body.events if body.events is msgspec.UNSET else valid_events(body.events),
+                             active=body.active)
+    appended = execute(store, principal.org_id, lambda: load_subscription(store, principal.org_id, subscription_id),
+                       decide, retry=False)
+    return Created(appended.state.subscription_id, appended.position)
 
 
 def delete(store: EventStore, principal: Principal, subscription_id: uuid.UUID | None) -> Created:
-    current = load_subscription(store, principal.org_id, subscription_id)
-    position = store.append(Pending(current.subscription_id, current.version + 1, ev.WebhookDeleted(
-        org_id=principal.org_id, at=now(), subscription_id=current.subscription_id)))
-    return Created(current.subscription_id, position)
+    appended = execute(store, principal.org_id, lambda: load_subscription(store, principal.org_id, subscription_id),
+                       lambda current: decide_delete(current, now()), retry=False)
+    return Created(appended.state.subscription_id, appended.position)
 
 
 def disable_after_failures(store: EventStore, org_id: uuid.UUID, subscription_id: uuid.UUID, reason: str) -> int | None:
-    """The delivery worker's command: disables an active subscription; None when it is no longer active."""
-    while True:
-        try:
-            current = load_subscription(store, org_id, subscription_id)
-        except NotFound:
-            return None
-        if not current.active:
-            return None
-        try:
-            return store.append(Pending(subscription_id, current.version + 1, ev.WebhookDisabled(
-                org_id=org_id, at=now(), subscription_id=subscription_id, reason=reason)))
-        except StreamConflict:
-            continue  # an operator changed it meanwhile: decide again on the fresh state
+    """The delivery worker's command: disables an active subscription; None when it is no longer active
+    (decided again when an operator changed it meanwhile)."""
+    try:
+        appended = execute(store, org_id, lambda: load_subscription(store, org_id, subscription_id),
+                           lambda current: decide_disable_after_failures(current, reason, now()))
+    except NotFound:
+        return None
+    return appended.position if appended.pending else None

@@ -39,15 +39,15 @@ from commands.agent import DEFAULT_FALLBACK, action_stream
 from commands.messages import MAX_CONTENT
 from commands.streams import now
 from commands.addresses import RefusedTarget, parse_target, resolve
-from events.live import LiveFrame, live_subject, publish_live
+from events.live import LiveConnection, LiveFrame, live_subject
 from delivery.webhooks import parse_retry_after
-from events import stream
 from events import types as ev
 from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
 from events.supervision import keep_running
 from projections.agent import WAKE_CHANNEL, AgentProjection
+from projections.views.agent_runs import ANSWERED_ACTIONS, CLAIM, NEXT_DUE, TRANSCRIPT
 from projections.chat import VisitorContext, visitor_context
 from projections.runner import ensure_tables
 
@@ -92,47 +92,6 @@ class Claimed:
     secret: str  # in the clear: opened when claimed
     fallback_message: str | None
     greeting: str | None
-
-
-CLAIM = """
-WITH candidates AS (
-    SELECT r.id FROM agent_runs r JOIN rm_agents a ON a.website_id = r.website_id AND a.enabled
-    WHERE r.status IN ('pending', 'running') AND r.next_attempt_at <= now()
-      AND NOT EXISTS (SELECT 1 FROM agent_runs o WHERE o.conversation_id = r.conversation_id
-                      AND o.status IN ('pending', 'running') AND o.id < r.id)
-    ORDER BY r.next_attempt_at LIMIT %(limit)s
-), locked AS (
-    SELECT id FROM agent_runs WHERE id = ANY(ARRAY(SELECT id FROM candidates))
-      AND status IN ('pending', 'running') AND next_attempt_at <= now()
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE agent_runs r SET status = 'running', attempts = r.attempts + 1, updated_at = now(),
-    next_attempt_at = now() + %(lease)s * interval '1 second'
-FROM locked, rm_agents a
-WHERE r.id = locked.id AND a.website_id = r.website_id
-RETURNING r.id, r.org_id, r.website_id, r.conversation_id, r.customer_id, r.kind, r.reply_to, r.acted, r.attempts,
-          a.url, a.secret, a.fallback_message, a.greeting
-"""
-NEXT_DUE = """
-SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 FROM agent_runs
-WHERE status IN ('pending', 'running') AND next_attempt_at > now()
-"""
-# The transcript in the order the agent lived it: what a run wrote (its replies, its actions) follows the
-# visitor message it answered, before what the visitor wrote during that run. Each row: id, sender,
-# content, and the sort key (the answered message's time, whether it is an answer, its own time).
-TRANSCRIPT = """
-SELECT id, sender, content, sort_at, answer, creation_time FROM (
-    SELECT m.id, m.sender, m.content, m.creation_time, COALESCE(q.creation_time, m.creation_time) AS sort_at,
-           q.id IS NOT NULL AS answer
-    FROM rm_messages m LEFT JOIN rm_messages q ON m.author = 'agent' AND q.id = m.reply_to
-    WHERE m.org_id = %(org)s AND m.conversation_id = %(conversation)s AND NOT m.internal
-    ORDER BY m.creation_time DESC, m.id DESC LIMIT %(limit)s) recent
-"""
-ANSWERED_ACTIONS = """
-SELECT a.tool_call_id, a.name, a.arguments, a.result, COALESCE(q.creation_time, a.offered_at), a.offered_at
-FROM rm_agent_actions a LEFT JOIN agent_runs r ON r.id = a.agent_run_id LEFT JOIN rm_messages q ON q.id = r.reply_to
-WHERE a.conversation_id = %s AND a.result IS NOT NULL
-"""
 
 
 async def run_input(conn: psycopg.AsyncConnection, run: Claimed, run_id: str,
@@ -335,14 +294,14 @@ class Answer:
 class AgentSettings:
     """What the agent worker is told by the composition root (PARLEY_AGENT_*, docs/configuration.md)."""
 
-    nats_stream: str = "PARLEY_EVENTS"
-    webhook_allow_private: bool = False
-    agent_first_event_seconds: float = 10.0
-    agent_idle_seconds: float = 30.0
-    agent_run_seconds: float = 120.0
-    agent_retry_attempts: int = 4
-    agent_retry_base_seconds: float = 1.0
-    agent_concurrency: int = 100
+    nats_stream: str
+    webhook_allow_private: bool
+    agent_first_event_seconds: float
+    agent_idle_seconds: float
+    agent_run_seconds: float
+    agent_retry_attempts: int
+    agent_retry_base_seconds: float
+    agent_concurrency: int
 
 
 class Worker:
@@ -351,11 +310,11 @@ class Worker:
         self.sealer = sealer  # opens the agents' bearer secrets, stored sealed
         self.store = store
         self.database_url = database_url
-        self.nats_url = nats_url
-        self.subject = live_subject(settings.nats_stream)
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
-        self.nc = None
+        # the agent's streamed text and typing; the runs go on without it (their messages reach the visitor
+        # from the store)
+        self.live = LiveConnection(nats_url, live_subject(settings.nats_stream), "agent live frames")
         self.client: httpx.AsyncClient | None = None
         self.pool: AsyncConnectionPool | None = None
 
@@ -372,7 +331,7 @@ class Worker:
             self.client = httpx.AsyncClient(follow_redirects=False, timeout=None, trust_env=False,
                                             limits=httpx.Limits(max_connections=s.agent_concurrency),
                                             headers={"User-Agent": USER_AGENT})
-            live = asyncio.create_task(self._connect_live())
+            live = asyncio.create_task(self.live.run())
             listener = asyncio.create_task(self._listen())
             listener.add_done_callback(lambda _: self.wake.set())
             try:
@@ -398,9 +357,6 @@ class Worker:
                     task.cancel()
                 await asyncio.gather(listener, live, *self.tasks, return_exceptions=True)
                 await self.client.aclose()
-                if self.nc is not None:
-                    await self.nc.close()
-                    self.nc = None
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
@@ -548,8 +504,8 @@ class Worker:
 
     async def _publish(self, run: Claimed, event: str, payload: dict, operators: bool = True) -> None:
         """A live frame for the visitor's (and the operators') open channels; lost when NATS is away."""
-        await publish_live(self.nc, self.subject, LiveFrame(run.org_id, run.customer_id, operators, event,
-                                                             msgspec.Raw(msgspec.json.encode(payload))))
+        await self.live.publish(LiveFrame(run.org_id, run.customer_id, operators, event,
+                                          msgspec.Raw(msgspec.json.encode(payload))))
 
     async def typing(self, run: Claimed, typing: bool) -> None:
         await self._publish(run, "agent.typing", {"conversationId": str(run.conversation_id), "typing": typing})
@@ -627,16 +583,6 @@ class Worker:
             await conn.execute("UPDATE agent_runs SET status = %s, error_class = %s, error = %s, "
                                "next_attempt_at = NULL, updated_at = now() WHERE id = %s",
                                (outcome, error_class, error, run.run_id))
-
-    async def _connect_live(self) -> None:
-        """NATS for the live frames, tried until it answers; the runs go on without it meanwhile (their
-        messages reach the visitor from the store)."""
-        while self.nc is None:
-            try:
-                self.nc = await stream.connect(self.nats_url)
-            except Exception:
-                log.warning("no NATS for the agent's live frames yet; answers arrive as they are stored")
-                await asyncio.sleep(1.0)
 
 
 def check_answer(response: httpx.Response) -> None:

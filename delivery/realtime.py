@@ -9,8 +9,8 @@ sent, so nothing is lost and nothing is repeated.
 
 Live frames (the AI agent's streamed text, its typing, the actions it offers; the team's typing) are not
 events: a worker, or the API process an operator types in, publishes them on the stream's `live` subject of
-NATS (`publish_live`), each hub pushes them to the channels they are for as they come, without an SSE `id`,
-and nothing replays them.
+NATS (`events.live.LiveConnection`, made again whenever NATS comes back), each hub pushes them to the
+channels they are for as they come, without an SSE `id`, and nothing replays them.
 
 What a visitor may see is decided here, once, for every push: their own conversations that are not
 operator-only, messages that are not internal notes, and an id-only `MESSAGE_UPDATED_EVENT` after the
@@ -33,7 +33,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from events import stream
 from events import types as ev
-from events.live import CHANNEL_BACKLOG, Channel, LiveFrame, live_decoder, live_subject, publish_live
+from events.live import CHANNEL_BACKLOG, Channel, LiveConnection, LiveFrame, live_decoder, live_subject
 from events.store import EventStore, Recorded
 from projections.views.collections import Conversation, new_message
 from projections.views.visitors import chat_conversation_of, chat_message_of
@@ -114,34 +114,18 @@ class Hub:
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
         self.closed = False  # set when the server stops serving: no channel may hold it open
         self._moved: asyncio.Future | None = None  # done once the position moves on (see `wait_past`)
-        self._nc = None  # the live frames' NATS connection, while it is open
+        # the live frames workers publish, on a plain NATS subscription made again after every reconnection
+        self.live = LiveConnection(nats_url, live_subject(stream_name), "realtime live frames", received=self._live)
 
     async def start(self) -> list[asyncio.Task]:
         self.position = await asyncio.to_thread(self.store.head)
         return [asyncio.create_task(self.run(), name="realtime-hub"),
                 asyncio.create_task(self._keepalive(), name="realtime-keepalive"),
-                asyncio.create_task(self._live_frames(), name="realtime-live")]
-
-    async def _live_frames(self) -> None:
-        """Follows the live frames workers publish, on a plain NATS subscription that the client renews
-        after every reconnection; while NATS is away they are lost, as live frames may be."""
-        while True:
-            try:
-                nc = await stream.connect(self.nats_url)
-            except Exception:  # NATS is down: the log's events still come from the store meanwhile
-                await asyncio.sleep(1.0)
-                continue
-            try:
-                await nc.subscribe(live_subject(self.stream), cb=self._live)
-                self._nc = nc
-                await asyncio.Future()  # until cancelled: the client reconnects by itself
-            finally:
-                self._nc = None
-                await nc.close()
+                asyncio.create_task(self.live.run(), name="realtime-live")]
 
     async def publish(self, live: LiveFrame) -> None:
         """A live frame from this process (an operator's typing), for the channels of every process."""
-        await publish_live(self._nc, live_subject(self.stream), live)
+        await self.live.publish(live)
 
     async def _keepalive(self) -> None:
         """A comment on every channel now and then, so proxies keep idle streams open."""

@@ -17,9 +17,24 @@ from typing import Any, Callable, TypeVar
 import msgspec
 
 
+class Origin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Who appended an event and from where, for the audit log: the staff credential of the request
+    (`operator`, `apikey`, `mcp` for an MCP client acting for operator `id`, `cli` for the CLI's login token
+    or `parley admin`, where `id` is None), by the credential's owner `id` and the client's `address`.
+    The store stamps it (events/origin.py); never public."""
+
+    kind: str
+    id: uuid.UUID | None = None
+    credential_id: uuid.UUID | None = None
+    address: str | None = None
+
+
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=lambda name: name):
     org_id: uuid.UUID
     at: datetime
+    # Unset (and so not encoded at all) for what no staff credential appended: a visitor, a worker, the
+    # events recorded before origins were kept.
+    origin: Origin | msgspec.UnsetType = msgspec.UNSET
 
 
 PUBLIC: dict[type[Event], tuple[str, ...]] = {}
@@ -84,11 +99,16 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
-@public("operator_id", "email")  # never the password hash
+@public("operator_id", "email", "role", "display_name")  # never the password hash
 class OperatorCreated(Event, frozen=True):
+    """The operator, a member of `org_id` with `role` (events recorded before roles existed read as owners:
+    every operator could do everything then)."""
+
     operator_id: uuid.UUID
     email: str
     password_hash: str
+    role: str = "owner"  # owner, admin or agent (commands/principal.py `Role`)
+    display_name: str | None = None
 
 
 @public("token_id", "operator_id")  # never the token's hash
@@ -96,6 +116,7 @@ class OperatorTokenIssued(Event, frozen=True):
     token_id: uuid.UUID
     operator_id: uuid.UUID
     token_hash: str
+    expires_at: datetime | None = None  # a `parley login` token's end; the others live until revoked
 
 
 @public("token_id")
@@ -103,15 +124,18 @@ class OperatorTokenRevoked(Event, frozen=True):
     token_id: uuid.UUID
 
 
-@public("operator_id")  # the organization joined is the event's own org_id
+@public("operator_id", "role")  # the organization joined is the event's own org_id
 class OperatorOrgAdded(Event, frozen=True):
-    """The operator also belongs to `org_id` (beside the organization it was created in)."""
+    """The operator also belongs to `org_id` (beside the organization it was created in), with `role`."""
 
     operator_id: uuid.UUID
+    role: str = "owner"
 
 
 @public("operator_id")
 class OperatorOrgRemoved(Event, frozen=True):
+    """The operator no longer belongs to `org_id`: its sessions there end; what it did stays."""
+
     operator_id: uuid.UUID
 
 
@@ -120,6 +144,37 @@ class OperatorSessionsRevoked(Event, frozen=True):
     """Every session of the operator issued before `at` ends: its access tokens and its MCP connections."""
 
     operator_id: uuid.UUID
+
+
+@public("operator_id", "role")
+class OperatorRoleChanged(Event, frozen=True):
+    """The operator's role in `org_id` is now `role`."""
+
+    operator_id: uuid.UUID
+    role: str
+
+
+@public("operator_id")
+class OperatorDisabled(Event, frozen=True):
+    """The operator's membership of `org_id` is suspended: its sessions there end and it cannot sign in to
+    it; what it did stays."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id")
+class OperatorEnabled(Event, frozen=True):
+    """A disabled membership of `org_id` is active again (the operator signs in anew)."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id", "display_name")
+class OperatorProfileChanged(Event, frozen=True):
+    """The name the operator is shown by to visitors and to the team (never the e-mail address)."""
+
+    operator_id: uuid.UUID
+    display_name: str | None
 
 
 @public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
@@ -543,6 +598,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorOrgAdded,
     OperatorOrgRemoved,
     OperatorSessionsRevoked,
+    OperatorRoleChanged,
+    OperatorDisabled,
+    OperatorEnabled,
+    OperatorProfileChanged,
     ApiKeyCreated,
     ApiKeyRevoked,
     CustomerCreated,

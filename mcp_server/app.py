@@ -9,7 +9,10 @@ import json
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.errors import stringify_pydantic_error
+from mcp.server.auth.handlers.revoke import RevocationErrorResponse, RevocationRequest
+from mcp.server.auth.json_response import PydanticJSONResponse
+from mcp.server.auth.middleware.client_auth import AuthenticationError
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -21,7 +24,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from starlette.applications import Starlette
 from starlette.authentication import AuthCredentials
-from starlette.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_server import oauth
@@ -87,6 +91,19 @@ async def _refuse(send, status: int, challenge: str, error: str, description: st
     await send({"type": "http.response.body", "body": body})
 
 
+# Stateless, the transport has no session: a GET stream could never carry a message and there is no
+# session to DELETE. The Streamable HTTP transport lets a server answer both 405.
+STATELESS_REFUSED = frozenset({"GET", "DELETE"})
+
+
+async def _not_allowed(send) -> None:
+    body = json.dumps({"error": "method_not_allowed", "error_description":
+                       "this server is stateless: POST JSON-RPC requests to /mcp"}).encode()
+    await send({"type": "http.response.start", "status": 405, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"allow", b"POST")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerGate:
     """In front of /mcp: no valid token, 401 naming the resource metadata and the read scope; a write
     tool called without `parley:write`, 403 `insufficient_scope` naming it (the step-up the SDK's client
@@ -99,6 +116,8 @@ class BearerGate:
         self.max_body = max_body
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["method"] in STATELESS_REFUSED:
+            return await _not_allowed(send)
         metadata = self.server.endpoints.resource_metadata
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
@@ -137,6 +156,40 @@ def _replaying(body: bytes, receive):
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
     return replay
+
+
+class RevocationForm(RevocationRequest):
+    """RFC 7009 as a public client sends it: `token` and `client_id`, no `client_secret` (the SDK's model
+    requires the field, even empty). A confidential client still authenticates with its secret."""
+
+    client_secret: str | None = None
+
+
+class Revocation:
+    """The SDK's revocation endpoint, which a public client can call without a `client_secret` field:
+    the client is authenticated as at the token endpoint, a token that is not the client's is ignored,
+    and the answer is 200 whether or not the token was known (RFC 7009 section 2.2)."""
+
+    def __init__(self, server: ParleyAuthorizationServer, authenticator: HashedSecretAuthenticator):
+        self.server = server
+        self.authenticator = authenticator
+
+    async def handle(self, request) -> Response:
+        try:
+            client = await self.authenticator.authenticate_request(request)
+        except AuthenticationError as exc:
+            return PydanticJSONResponse(status_code=401, content=RevocationErrorResponse(
+                error="unauthorized_client", error_description=exc.message))
+        try:
+            form = RevocationForm.model_validate(dict(await request.form()))
+        except ValidationError as exc:
+            return PydanticJSONResponse(status_code=400, content=RevocationErrorResponse(
+                error="invalid_request", error_description=stringify_pydantic_error(exc)))
+        token = (await self.server.load_access_token(form.token)
+                 or await self.server.load_refresh_token(client, form.token))
+        if token is not None and token.client_id == client.client_id:
+            await self.server.revoke_token(token)
+        return Response(status_code=200, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
 
 async def build(services) -> tuple[Starlette, object]:
@@ -210,6 +263,6 @@ def _routes(services, server: ParleyAuthorizationServer, mcp, keys: SigningKeys)
         Route("/oauth/consent", consent.submit, methods=["POST"]),
         Route("/oauth/token", public(TokenHandler(server, authenticator).handle, ["POST", "OPTIONS"]),
               methods=["POST", "OPTIONS"]),
-        Route("/oauth/revoke", public(RevocationHandler(server, authenticator).handle, ["POST", "OPTIONS"]),
+        Route("/oauth/revoke", public(Revocation(server, authenticator).handle, ["POST", "OPTIONS"]),
               methods=["POST", "OPTIONS"]),
     ]

@@ -3,15 +3,17 @@
 A code asked for with `resource={base}/api` is exchanged for an ordinary operator access token (an
 `OperatorTokenIssued` event, used as `Authorization: Token …`) bound to the organization chosen on the
 page, rather than for an MCP JWT: so every REST rule applies to it (revocation with
-`DELETE /api/operators/sessions/current`, rate limits, organization isolation). No refresh token: an
-operator token lives until it is revoked. The answer names `token_type` Bearer because the SDK's model
-allows nothing else; the client presents it with the `Token` scheme, as any operator token.
+`DELETE /api/operators/sessions/current`, rate limits, organization isolation). It ends by itself after
+`API_TOKEN_SECONDS` (30 days): a token minted by a consent page is worth phishing for, so it does not live
+forever; no refresh token, `parley login` again. The answer names `token_type` Bearer because the SDK's
+model allows nothing else; the client presents it with the `Token` scheme, as any operator token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import datetime, timedelta, timezone
 
 from mcp.server.auth.provider import TokenError
 from mcp.shared.auth import OAuthToken
@@ -19,6 +21,8 @@ from mcp.shared.auth import OAuthToken
 from commands import admin
 from mcp_server.oauth import digest
 from events.ids import new_id
+
+API_TOKEN_SECONDS = 30 * 24 * 3600
 
 
 class OperatorTokens:
@@ -40,7 +44,9 @@ class OperatorTokens:
             if issued and issued[0]:
                 await asyncio.to_thread(admin.revoke_token, services.store, org_id, issued[0])
             raise TokenError("invalid_grant", "the authorization code was already used or has expired")
-        token, position = await asyncio.to_thread(admin.issue_token, services.store, org_id, operator_id, token_id)
+        expires_at = datetime.now(timezone.utc) + timedelta(seconds=API_TOKEN_SECONDS)
+        token, position = await asyncio.to_thread(admin.issue_token, services.store, org_id, operator_id, token_id,
+                                                  expires_at)
         # the client uses the token at once: answer once the read models know it
         await services.watch.wait_for(position, ("core",))
-        return OAuthToken(access_token=token, scope=" ".join(code.scopes))
+        return OAuthToken(access_token=token, scope=" ".join(code.scopes), expires_in=API_TOKEN_SECONDS)

@@ -14,12 +14,14 @@ import hmac
 import secrets
 import uuid
 from html import escape
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from commands.admin import password_matches
-from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest
+from mcp_server.cli_tokens import API_TOKEN_SECONDS
+from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
 from projections.views.operators import operator_by_email, organizations_of
 from mcp.server.auth.provider import AuthorizeError
@@ -50,9 +52,22 @@ def _for_api(params: dict) -> bool:
 def _scopes(params: dict) -> str:
     if _for_api(params):
         return ("<ul><li>act as you through the REST API, with everything an operator can do in the "
-                "organization you choose, until you sign out (<code>parley logout</code>)</li></ul>")
+                f"organization you choose, for {API_TOKEN_SECONDS // 86400} days or until you sign out "
+                "(<code>parley logout</code>)"
+                "</li></ul>")
     return "<ul>" + "".join(f"<li><b>{escape(s)}</b>: {escape(SCOPE_WORDS.get(s, s))}</li>"
                             for s in params["scopes"]) + "</ul>"
+
+
+def _requester(client_name: str, params: dict) -> str:
+    """Who asks, as far as the server can tell: the name is whatever the client registered with, so it is
+    marked self-declared; what the server knows is where the answer goes, the redirect URI's host."""
+    redirect = str(params["redirect_uri"])
+    host = urlsplit(redirect).hostname or redirect
+    where = " (this computer)" if is_loopback(redirect) else ""
+    return (f'<p>A client calling itself <b>{escape(client_name)}</b> <small>(self-declared: any client may give '
+            f'itself any name)</small> asks to connect. Your answer will be sent to <b>{escape(host)}</b>{where}: '
+            "continue only if you started this connection and expect that host.</p>")
 
 
 def _hidden(request_id: str, csrf: str, step: str) -> str:
@@ -84,7 +99,7 @@ class ConsentPage:
                  status: int = 200) -> HTMLResponse:
         title = "Sign in to Parley from the command line" if _for_api(params) else "Connect an MCP client to Parley"
         return _page(title, (
-            f'<p><b>{escape(client_name)}</b> asks to connect to your Parley workspace, to:</p>{_scopes(params)}'
+            f"{_requester(client_name, params)}<p>It will be able to:</p>{_scopes(params)}"
             + (f'<p class="error">{escape(error)}</p>' if error else "")
             + f'<form method="post" action="{CONSENT_PATH}">{_hidden(request_id, csrf, "signin")}'
             '<label>Email <input type="email" name="email" autocomplete="username" required></label>'
@@ -101,8 +116,9 @@ class ConsentPage:
             f'<label><input type="radio" name="org" value="{org_id}"{" checked" if len(organizations) == 1 else ""}>'
             f" {escape(name)}</label>" for org_id, name in organizations)
         return _page("Choose an organization", (
-            f"<p>The connection of <b>{escape(client_name)}</b> is bound to one organization for its whole life."
-            " It will be able to:</p>" + _scopes(params)
+            _requester(client_name, params)
+            + "<p>The connection is bound to one organization for its whole life. It will be able to:</p>"
+            + _scopes(params)
             + (f'<p class="error">{escape(error)}</p>' if error else "")
             + f'<form method="post" action="{CONSENT_PATH}">{_hidden(request_id, csrf, "decide")}'
             f"<fieldset><legend>Organization</legend>{choices}</fieldset>"

@@ -32,13 +32,17 @@ from starlette.requests import Request
 
 from mcp_server.keys import ACCESS_TOKEN_SECONDS, ALGORITHM, SigningKeys
 from events.ids import new_id, parse_id
-from projections.views.operators import still_admitted
+from commands.principal import Role
+from projections.views.operators import admitted_role
 
 READ, WRITE = "parley:read", "parley:write"
 SCOPES = [READ, WRITE]
 PRODUCT = "parley"
 CODE_SECONDS = 300
 CONSENT_SECONDS = 900
+# Authorization requests a client may have waiting for consent: past it, its oldest is dropped (its
+# consent page then says it expired), so whoever knows a client's id cannot lock it out by flooding
+PENDING_PER_CLIENT = 100
 REFRESH_SECONDS = 30 * 24 * 3600
 LOOPBACK = {"127.0.0.1", "[::1]", "localhost"}
 
@@ -48,6 +52,7 @@ CREATE TABLE IF NOT EXISTS parley_oauth_clients (
 CREATE TABLE IF NOT EXISTS parley_oauth_requests (
     id text PRIMARY KEY, client_id text NOT NULL, params jsonb NOT NULL, csrf_hash text, operator_id uuid,
     expires_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS parley_oauth_requests_client ON parley_oauth_requests (client_id, expires_at);
 CREATE TABLE IF NOT EXISTS parley_oauth_codes (
     code_hash text PRIMARY KEY, client_id text NOT NULL, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     scopes text[] NOT NULL, code_challenge text NOT NULL, redirect_uri text NOT NULL,
@@ -69,13 +74,16 @@ WHERE g.id = %(grant)s AND g.operator_id = %(operator)s AND g.org_id = %(org)s A
 """
 
 
-async def grant_stands(conn, grant: uuid.UUID | str, operator: uuid.UUID | str, org: uuid.UUID | str) -> int | None:
-    """The organization's latest write position while the grant stands: it is not revoked, the operator
-    still belongs to its organization and no revocation of the operator's sessions came after it; else None."""
+async def grant_stands(conn, grant: uuid.UUID | str, operator: uuid.UUID | str,
+                       org: uuid.UUID | str) -> tuple[int, Role] | None:
+    """The organization's latest write position and the operator's role there while the grant stands: it is
+    not revoked, the operator is still an active member of its organization and no revocation of the
+    operator's sessions came after it; else None."""
     row = await (await conn.execute(UNREVOKED_GRANT, {"grant": grant, "operator": operator, "org": org})).fetchone()
-    if row is None or not await still_admitted(conn, row[0], row[1], since=row[2]):
+    role = row and await admitted_role(conn, row[0], row[1], since=row[2])
+    if not role:
         return None
-    return row[3] or 0
+    return row[3] or 0, role
 
 
 def digest(secret: str) -> str:
@@ -165,6 +173,7 @@ class ParleyAccessToken(AccessToken):
     grant_id: str
     org_id: str
     position: int = 0  # the organization's latest write position when the token was checked
+    role: Role | None = None  # the operator's role in the organization then
 
 
 @dataclass
@@ -236,6 +245,12 @@ class ParleyAuthorizationServer:
         if params.resource.rstrip("/") not in self.resources():
             raise AuthorizeError("invalid_target", "this server issues tokens only for "
                                  + " and ".join(self.resources()))
+        if params.resource.rstrip("/") == self.endpoints.api_resource and not is_loopback(str(params.redirect_uri)):
+            # an operator token for the REST API goes only to a program on the operator's own machine
+            # (`parley login`): a client elsewhere, whatever name it gives itself, could phish for one
+            raise AuthorizeError("invalid_target", f"{self.endpoints.api_resource} is issued only to a client "
+                                 "on a loopback redirect URI (parley login); connect to "
+                                 f"{self.endpoints.resource} instead")
         scopes = params.scopes or [READ]
         if unknown := sorted(set(scopes) - set(SCOPES)):
             raise AuthorizeError("invalid_scope", f"unknown scopes {unknown}; known: {SCOPES}")
@@ -247,6 +262,9 @@ class ParleyAuthorizationServer:
                 "INSERT INTO parley_oauth_requests (id, client_id, params, expires_at) "
                 f"VALUES (%s, %s, %s, now() + interval '{CONSENT_SECONDS} seconds')",
                 (request_id, client.client_id, json.dumps(stored)))
+            await conn.execute(
+                "DELETE FROM parley_oauth_requests WHERE id IN (SELECT id FROM parley_oauth_requests "
+                "WHERE client_id = %s ORDER BY expires_at DESC OFFSET %s)", (client.client_id, PENDING_PER_CLIENT))
         return f"{self.endpoints.consent}?request={request_id}"
 
     def redirect(self, params: dict, **answer: str | None) -> str:
@@ -373,13 +391,14 @@ class ParleyAuthorizationServer:
         if claims.get("product") != PRODUCT or None in (grant, operator, org):
             return None
         async with self.pool.connection() as conn:
-            position = await grant_stands(conn, grant, operator, org)
-        if position is None:
+            stands = await grant_stands(conn, grant, operator, org)
+        if stands is None:
             return None
+        position, role = stands
         return ParleyAccessToken(token=token, client_id=str(claims.get("client_id")),
                                  scopes=str(claims.get("scope", "")).split(), expires_at=int(claims["exp"]),
                                  resource=self.endpoints.resource, subject=str(operator), claims=claims,
-                                 grant_id=str(grant), org_id=str(org), position=position)
+                                 grant_id=str(grant), org_id=str(org), position=position, role=role)
 
     async def verify_token(self, token: str) -> ParleyAccessToken | None:
         return await self.load_access_token(token)

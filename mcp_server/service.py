@@ -19,13 +19,17 @@ from mcp_server.pages import CONSENT_PATH, HEADERS as PAGE_HEADERS, refusal
 log = logging.getLogger("parley.mcp")
 
 PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
+AUTHORIZE_PATH = "/oauth/authorize"
 PATHS = frozenset({
     "/mcp", PROTECTED_RESOURCE, PROTECTED_RESOURCE + "/mcp", "/.well-known/oauth-authorization-server",
-    "/.well-known/jwks.json", "/oauth/register", "/oauth/authorize", "/oauth/consent", "/oauth/token",
+    "/.well-known/jwks.json", "/oauth/register", AUTHORIZE_PATH, CONSENT_PATH, "/oauth/token",
     "/oauth/revoke",
 })
-# POSTed a password, a code or a refresh token to try: counted per client address, whatever it presents
-SIGN_IN_PATHS = frozenset({CONSENT_PATH, "/oauth/token", "/oauth/register", "/oauth/revoke"})
+# Counted per client address, whatever method (but a CORS preflight) and whatever they present: each takes
+# a password, a code or a refresh token to try, or writes a row (a client, an authorization request)
+SIGN_IN_PATHS = frozenset({AUTHORIZE_PATH, CONSENT_PATH, "/oauth/token", "/oauth/register", "/oauth/revoke"})
+# What a person's browser opens: refused with a page, not JSON
+BROWSER_PATHS = frozenset({AUTHORIZE_PATH, CONSENT_PATH})
 READY_WAIT_SECONDS = 60.0
 
 
@@ -66,7 +70,7 @@ class McpService:
             self.ready.set()  # whoever waits gets its answer: 503 once the server is not running
 
     def refusal_page(self, path: str, title: str, message: str) -> tuple[str, dict[str, str]] | None:
-        return (refusal(title, message), PAGE_HEADERS) if path == CONSENT_PATH else None
+        return (refusal(title, message), PAGE_HEADERS) if path in BROWSER_PATHS else None
 
     async def __call__(self, scope, receive, send) -> None:
         if self.app is None and self.ready is not None:

@@ -181,7 +181,8 @@ class CampaignInspection(Campaign):
 
 class ReplySent(Shape):
     conversation_id: str
-    sent: bool = Field(description="true when this call sent the reply; false when requestId had sent it before")
+    sent: bool = Field(description="true: the reply was sent, by this call or by the first call with its requestId "
+                                   "(a repeated requestId returns the first result unchanged)")
     sent_at: str
 
 

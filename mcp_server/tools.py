@@ -29,9 +29,10 @@ from pydantic import Field
 
 from commands import conversations as conversation_commands
 from commands.errors import CommandError, NotFound
-from commands.messages import MAX_CONTENT, append_message, conversation_created_async
+from commands.messages import MAX_CONTENT, MessageCreate, conversation_created_async, create_message
 from commands.campaigns import STATUSES
 from commands.principal import ALL_SCOPES, Principal
+from events import origin
 from mcp_server.shapes import (ActivityView, Audience, Campaign, CampaignInspection, CampaignList, CampaignStats,
                                ConversationItem, ConversationPage, ConversationStates, DayActivity, HelpDocument,
                                HelpDocumentMatch, HelpDocumentMatches, InboxRow, InboxView, Overview, OverviewTile,
@@ -73,8 +74,10 @@ def principal() -> tuple[Principal, int]:
     access = get_access_token()
     if access is None:  # the gate lets no request through without one
         raise ToolError("not authenticated")
-    return Principal("operator", uuid.UUID(access.org_id), uuid.UUID(access.grant_id), ALL_SCOPES,
-                     operator_id=uuid.UUID(access.subject)), access.position
+    who = Principal("operator", uuid.UUID(access.org_id), uuid.UUID(access.grant_id), ALL_SCOPES,
+                    operator_id=uuid.UUID(access.subject), role=access.role)
+    origin.acting(who.origin(None, via="mcp"))  # the client's address is not known here
+    return who, access.position
 
 
 def refusals(tool):
@@ -391,9 +394,9 @@ def build_server(services) -> MCPServer:
               annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                           open_world_hint=True),
               description="Posts exactly `content` into the conversation as the signed-in operator; the visitor "
-                          "sees it. Returns the conversation id, whether this call sent it, and when. Sending is "
-                          "not idempotent: after an ambiguous result (a timeout, a broken connection) do NOT retry "
-                          "with a new requestId; repeat the same requestId, which returns the first result and "
+                          "sees it. Returns the conversation id, sent (true) and when. Sending is not idempotent: "
+                          "after an ambiguous result (a timeout, a broken connection) do NOT retry with a new "
+                          "requestId; repeat the same requestId, which returns the first result unchanged and "
                           "sends nothing again.")
     @refusals
     async def send_operator_reply(
@@ -442,15 +445,17 @@ def _campaign(campaign: campaigns.Campaign) -> Campaign:
 
 
 def set_resolved(store, who: Principal, conversation_id: uuid.UUID, resolved: bool) -> bool:
-    before = conversation_commands.current_flags(conversation_commands.load_conversation(store, who, conversation_id))
+    before = conversation_commands.load_flags(store, who, conversation_id)
     conversation_commands.update_flags(store, who, conversation_id,
                                        conversation_commands.ConversationFlags(resolved=resolved))
-    return before["resolved"] != resolved
+    return before.resolved != resolved
 
 
 async def send_once(pool, store, who: Principal, conversation, content: str, request_id: str) -> ReplySent:
     """The reply is sent by the first call with its requestId, which claims the id before it sends; a later
-    call (or a concurrent one, once the first is done) answers the first call's result and sends nothing."""
+    call (or a concurrent one, once the first is done) answers the first call's result, rebuilt from the
+    ledger row that records it (conversation, time sent), and sends nothing.
+    The message itself is posted by `POST /api/messages`'s command."""
     key = (who.org_id, who.operator_id, request_id)
     async with pool.connection() as conn:
         claimed = await (await conn.execute(
@@ -458,7 +463,8 @@ async def send_once(pool, store, who: Principal, conversation, content: str, req
             "ON CONFLICT DO NOTHING RETURNING 1", (*key, conversation.conversation_id))).fetchone()
     if claimed:
         try:
-            created = await append_message(store, who, conversation, content=content, sender="operator")
+            created = await create_message(store, who, MessageCreate(
+                conversation_id=str(conversation.conversation_id), content=content, sender="operator"))
         except CommandError:
             async with pool.connection() as conn:  # refused, so nothing was sent: the id may be used again
                 await conn.execute("DELETE FROM parley_mcp_replies WHERE org_id = %s AND operator_id = %s "
@@ -477,7 +483,8 @@ async def send_once(pool, store, who: Principal, conversation, content: str, req
         if row and row[0] != conversation.conversation_id:
             raise ToolError("this requestId was already used for a reply in another conversation; nothing was sent")
         if row and row[1] is not None:
-            return ReplySent(conversation_id=str(row[0]), sent=False, sent_at=_time(row[1]))
+            # the first call's result, unchanged: a caller reading "not sent" would send again under a new id
+            return ReplySent(conversation_id=str(row[0]), sent=True, sent_at=_time(row[1]))
         if row is None or time.monotonic() > deadline:
             raise ToolError("a reply with this requestId is still being sent or failed; nothing was sent by this "
                             "call. Check the conversation before sending again.")

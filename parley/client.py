@@ -68,6 +68,15 @@ class Profile:
         profile_path(self.name).unlink(missing_ok=True)
 
 
+def _refusal(response: httpx.Response) -> Refused:
+    """The server's refusal; a stored token it no longer takes (a login ends after 30 days, or was
+    revoked) says what to do about it."""
+    detail = problem_detail(response)
+    if response.status_code == 401:
+        detail += "; run `parley login` again"
+    return Refused(detail, response.status_code)
+
+
 def problem_detail(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -94,7 +103,7 @@ class Api:
         except httpx.HTTPError as exc:
             raise Refused(f"cannot reach {self.profile.url}: {exc}") from None
         if response.status_code >= 400:
-            raise Refused(problem_detail(response), response.status_code)
+            raise _refusal(response)
         return response.json() if response.content else None
 
     def get(self, path: str, **params: Any) -> Any:
@@ -108,7 +117,7 @@ class Api:
                                   timeout=httpx.Timeout(30.0, read=None)) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise Refused(problem_detail(response), response.status_code)
+                    raise _refusal(response)
                 opened()
                 yield from response.iter_lines()
         except httpx.HTTPError as exc:

@@ -26,6 +26,7 @@ from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, private_secret, write_private
 from parley.settings import Settings, narrowed
+from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.agent import AgentProjection
@@ -63,16 +64,24 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
+    "audit": lambda settings: AuditProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
 # others; every other read model shares one stream consumer and one transaction per batch.
 RUNS_ALONE = ("search",)
+# Each API process's embedded index (Qdrant Edge) is its own; only the one holding the search read model
+# fills it. Another API process (PARLEY_QDRANT_URL unset) would search an empty or stale index: it says so.
+EMBEDDED_INDEX_ELSEWHERE = (
+    "search is unavailable in this API process: without PARLEY_QDRANT_URL each API process has its own embedded "
+    "index, and another API process keeps the only one that is filled; set PARLEY_QDRANT_URL to share a Qdrant "
+    "server between API processes, or run one API process")
 # Background consumers that are not read models (deliveries): name -> the worker built with what it
 # needs; each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
-    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size),
+    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
+                                  r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
 }
@@ -227,7 +236,9 @@ class Runtime:
     async def start_workers(self) -> None:
         await asyncio.to_thread(check_key, self.database_url, self.sealer)
         self.tasks.append(asyncio.create_task(
-            Relay(self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
+            Relay(self.database_url, self.nats_url, self.settings.nats_stream,
+                  lease_seconds=self.settings.leader_lease_seconds,
+                  replicas=self.settings.nats_replicas).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
         self._run_projections(shared)
         for name in RUNS_ALONE:
@@ -236,10 +247,11 @@ class Runtime:
         for name, build in WORKERS.items():
             self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
 
-    def _run_projections(self, group: list[Projection], on_reached=None) -> None:
+    def _run_projections(self, group: list[Projection], on_reached=None) -> ProjectionRunner:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
-                                  on_reached)
+                                  on_reached, self.settings.leader_lease_seconds)
         self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
+        return runner
 
     async def create_app(self):
         from delivery.realtime import start_realtime
@@ -267,7 +279,8 @@ class Runtime:
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:
-            self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
+            search = self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
+            self.services.search_unavailable = lambda: EMBEDDED_INDEX_ELSEWHERE if search.standby else None
         return create_app(self.services, McpService(self.services))
 
     async def stop(self) -> None:

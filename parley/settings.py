@@ -31,6 +31,8 @@ class Settings(msgspec.Struct, kw_only=True):
     keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] = 75.0
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    nats_replicas: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+    leader_lease_seconds: Annotated[float, msgspec.Meta(ge=2)] = 10.0
     presence_ttl_seconds: float = 30.0
     rate_apikey_per_minute: PerMinute = 600
     rate_operator_per_minute: PerMinute = 1200
@@ -60,7 +62,8 @@ class Settings(msgspec.Struct, kw_only=True):
 # variable -> (setting, meaning), documented in the README from this table
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_DATABASE_URL": ("database_url", "PostgreSQL URL; unset starts the embedded PostgreSQL"),
-    "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled); unset starts the embedded nats-server"),
+    "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled), or several servers of a cluster, "
+                        "comma-separated; unset starts the embedded nats-server"),
     "PARLEY_QDRANT_URL": ("qdrant_url", "Qdrant server URL; unset uses Qdrant Edge (the Qdrant engine in-process) "
                           "under the data directory, which only one process can open: the API process then also "
                           "keeps the search index"),
@@ -87,6 +90,12 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                   "connection as a client reuses it)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_LEADER_LEASE_SECONDS": ("leader_lease_seconds",
+                                    "how long a single-leader worker (the relay, each read-model group, the campaign "
+                                    "sender) that stops renewing its lease (frozen, cut off from PostgreSQL) keeps "
+                                    "its role before a standby takes it over (default 10, at least 2)"),
+    "PARLEY_NATS_REPLICAS": ("nats_replicas", "replicas of the JetStream stream (default 1; 3 on a three-node "
+                             "cluster); a stream that has more, or file storage, is never weakened by an update"),
     "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",
                                     "how long a crashed API process's visitors still read as online (default 30)"),
     "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",

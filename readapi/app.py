@@ -7,18 +7,19 @@ from typing import Sequence
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
+from readapi.auth import DEPENDENCIES, authenticated_as_described
 from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.mounted import MountedApp
 from readapi.problems import EXCEPTION_HANDLERS
-from readapi.routes import (agent, batch, campaigns, chat, conversation_flags, conversation_history, docs, documents,
-                            events, health, message_feedback, operators, pets, realtime, reports, resources, sandbox,
-                            web_files, webhooks, workspace)
+from readapi.routes import (agent, audit, batch, campaigns, chat, conversation_flags, conversation_history, docs,
+                            documents, events, health, message_feedback, operators, pets, realtime, reports, resources,
+                            sandbox, team, web_files, webhooks, workspace)
 from readapi.services import Services
 
 ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
                  realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
-                 health, agent, pets]
+                 health, agent, pets, team, audit]
 
 
 def create_app(services: Services, mounted: MountedApp | None = None,
@@ -30,6 +31,9 @@ def create_app(services: Services, mounted: MountedApp | None = None,
     app = Litestar(
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
+        # each route's description (readapi/openapi.py) says who may call it and what body it takes
+        guards=[authenticated_as_described],
+        dependencies=DEPENDENCIES,
         openapi_config=None,  # readapi/openapi.py writes the document, readapi/routes/docs.py serves it
         request_max_body_size=services.settings.max_body_bytes,
         debug=False,

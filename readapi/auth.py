@@ -8,12 +8,17 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Literal, TypeVar
 
 from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency, Provide
+from litestar.handlers import BaseRouteHandler
 
 from commands.admin import hash_secret
 from commands.errors import Forbidden, Unauthorized
-from commands.principal import Principal
+from commands.principal import Principal, Role
+from events import origin
 from events.store import CredentialsChanged
 from projections.views.credentials import principal_of
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
 
@@ -40,8 +45,16 @@ KIND_NAMES = {"operator": "an operator token", "apikey": "an API key", "chat": "
 
 @dataclass(frozen=True)
 class Auth:
+    """Who may call a route: the credential kinds it accepts and the API key scope it needs. Stated once, in
+    the route's description: the OpenAPI document and the guard below both read it."""
+
     accept: tuple[Kind, ...] = ("operator", "apikey")
     scope: str | None = None
+    # the least operator role in the organization (owner > admin > agent); API keys are held to `scope`
+    role: Role | None = None
+    # a hot write: its handler authenticates through `with_principal`, which trusts a principal this process
+    # kept from an earlier request (no lookup) because the store refuses the append once it was revoked
+    kept: bool = False
 
     def challenge(self) -> str:
         """`WWW-Authenticate` of a 401: the schemes this route accepts (every scheme for a public route)."""
@@ -50,13 +63,20 @@ class Auth:
 
 PUBLIC = Auth(())
 OPERATOR = Auth(("operator",))
+ADMIN = Auth(("operator",), role="admin")  # websites' settings, webhooks, API keys, the team, campaigns, exports
+OWNER = Auth(("operator",), role="owner")  # the organization's own settings
 VISITOR = Auth(("chat",))
+
+
+def described_auth(route_handler: Any) -> Auth:
+    """The Auth of the route's description (readapi/openapi.py's `Operation`); PUBLIC for a route without one."""
+    operation = route_handler.opt.get(OPT_KEY) if route_handler is not None else None
+    return operation.auth if operation else PUBLIC
 
 
 def challenge(route_handler: Any) -> str:
     """`WWW-Authenticate` of a 401 on this route, from its description."""
-    operation = route_handler.opt.get(OPT_KEY) if route_handler is not None else None
-    return (operation.auth if operation else PUBLIC).challenge()
+    return described_auth(route_handler).challenge()
 
 
 def credential(request: Request) -> tuple[str, str] | None:
@@ -116,40 +136,75 @@ async def identify(request: Request, *, kept: bool = False, again: bool = False)
     return principal
 
 
-async def authenticate(request: Request, *, accept: tuple[str, ...] = ("operator", "apikey"),
-                       scope: str | None = None, kept: bool = False, again: bool = False) -> Principal:
-    """The request's principal; 401 without a valid credential, 403 for the wrong kind or a missing scope."""
+async def authenticate(request: Request, auth: Auth, *, kept: bool = False, again: bool = False) -> Principal:
+    """The request's principal; 401 without a valid credential, 403 for a kind `auth` does not accept or
+    a missing scope."""
     if credential(request) is None:
         raise Unauthorized("credentials are required")
     principal = await identify(request, kept=kept, again=again)
     if principal is None:
         raise Unauthorized("the credential is invalid or revoked")
-    if principal.kind not in accept:
+    if principal.kind not in auth.accept:
         raise Forbidden(f"this endpoint does not accept {principal.kind} credentials")
-    if scope is not None and scope not in principal.scopes:
-        raise Forbidden(f"the API key lacks the {scope} scope")
+    if auth.scope is not None and auth.scope not in principal.scopes:
+        raise Forbidden(f"the API key lacks the {auth.scope} scope")
+    if auth.role is not None and principal.is_operator and not principal.has_role(auth.role):
+        raise Forbidden(f"this needs the {auth.role} role or above; yours is {principal.role}")
     if principal.kind == "chat":
         await check_origin(request, principal.website_id)
+    origin.acting(principal.origin(request.scope.get(CLIENT_ADDRESS)))
     request.state.principal = principal
     return principal
 
 
-async def with_principal(request: Request, command: Callable[..., Awaitable[T]], shape: type, *,
-                         accept: tuple[str, ...] = ("operator", "apikey"), scope: str | None = None) -> T:
-    """Runs a hot write, `command` with the body decoded as `shape`, for the request's principal, kept
-    from an earlier request when this process has it: no lookup. Its append is refused
-    (`CredentialsChanged`) if a credential was revoked since; then, or if the write fails otherwise (a
-    revoked credential answers 401, whatever else is wrong with the request), the credential is looked up
-    before anything is answered, and a refused append runs once more for the principal just looked up."""
+async def authenticated_as_described(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
+    """The app-wide guard: every route authenticates exactly as its description's Auth says, before its
+    parameters or body are read (a hot write, `kept`, authenticates in `with_principal` instead)."""
+    auth = described_auth(route_handler)
+    if auth.accept and not auth.kept:
+        await authenticate(connection, auth)  # type: ignore[arg-type]
+
+
+def described_principal(request: Request) -> Principal:
+    """The `principal` a handler declares: the one the guard authenticated."""
+    return request.state.principal
+
+
+async def described_body(request: Request) -> Any:
+    """The `payload` a handler declares: the body decoded as its description's `body` shape, by
+    `decode_body`'s rules; None for an empty body where the description has `body_required=False`."""
+    operation = request.route_handler.opt[OPT_KEY]
+    if not operation.body_required and not await request.body():
+        return None
+    return await decode_body(request, operation.body)
+
+
+# What every handler may declare, by name: `principal: Authenticated` and `payload: Decoded[TheShape]`
+# (`body` and `data` are Litestar's own names, the raw body and its own decoding).
+DEPENDENCIES = {"principal": Provide(described_principal, sync_to_thread=False),
+                "payload": Provide(described_body)}
+Authenticated = NamedDependency[Principal]
+Decoded = NamedDependency
+
+
+async def with_principal(request: Request, command: Callable[..., Awaitable[T]]) -> T:
+    """Runs a hot write (its Auth `kept`), `command` with the body decoded as the route's description
+    says, for the request's principal, kept from an earlier request when this process has it: no lookup.
+    Its append is refused (`CredentialsChanged`) if a credential was revoked since; then, or if the write
+    fails otherwise (a revoked credential answers 401, whatever else is wrong with the request), the
+    credential is looked up before anything is answered, and a refused append runs once more for the
+    principal just looked up."""
+    operation = request.route_handler.opt[OPT_KEY]
+
     async def write(principal: Principal) -> T:
-        return await run_command(request, command, principal, await decode_body(request, shape))
+        return await run_command(request, command, principal, await decode_body(request, operation.body))
 
     try:
-        return await write(await authenticate(request, accept=accept, scope=scope, kept=True))
+        return await write(await authenticate(request, operation.auth, kept=True))
     except Exception as exc:
         if request.scope.get(LOOKED_UP, True) and not isinstance(exc, CredentialsChanged):
             raise  # looked up for this request: its answer stands
-        principal = await authenticate(request, accept=accept, scope=scope, again=True)
+        principal = await authenticate(request, operation.auth, again=True)
         if not isinstance(exc, CredentialsChanged):
             raise
     return await write(replace(principal, generation=None))  # just looked up: nothing to check again

@@ -18,7 +18,8 @@ class KnownCredentials:
 
     def get(self, key: tuple[str, str]) -> Principal | None:
         principal = self.principals.get(key)
-        return principal if principal is not None and principal.generation >= self.generation else None
+        usable = principal is not None and principal.generation >= self.generation and not principal.expired()
+        return principal if usable else None
 
     def keep(self, key: tuple[str, str], principal: Principal) -> None:
         self.generation = max(self.generation, principal.generation)

@@ -13,7 +13,7 @@ from litestar import Request, Response
 
 from commands.errors import Forbidden
 from commands.principal import Principal
-from readapi.auth import authenticate
+from readapi.auth import Auth
 from projections.views.collections import Collection, read_list
 from readapi.services import caught_up, json_response, services
 
@@ -29,6 +29,11 @@ class Listing:
     projections: tuple[str, ...] = ("core",)
     # a reader of one query sees one instant without a transaction: three round trips fewer
     one_query: bool = False
+
+    @property
+    def auth(self) -> Auth:
+        """What its GET route's description states: an operator token, or an API key with the scope."""
+        return Auth(scope=self.scope)
 
 
 LISTINGS: dict[str, Listing] = {}
@@ -62,9 +67,7 @@ async def snapshot(request: Request) -> AsyncIterator[psycopg.AsyncConnection]:
         yield conn
 
 
-async def listing_response(request: Request, name: str) -> Response:
-    listing = LISTINGS[name]
-    principal = await authenticate(request, scope=listing.scope)
+async def listing_response(request: Request, principal: Principal, listing: Listing) -> Response:
     await caught_up(request, listing.projections)
     async with services(request).pool.connection() if listing.one_query else snapshot(request) as conn:
         return json_response(await read_listing(conn, principal, listing, request.query_params))

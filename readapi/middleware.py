@@ -16,7 +16,7 @@ from litestar.utils import normalize_path
 
 from readapi import cors
 from readapi.auth import identify
-from readapi.clientaddress import TrustedProxies
+from readapi.clientaddress import CLIENT_ADDRESS, TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
@@ -113,14 +113,16 @@ class ContractMiddleware:
             return None
 
     def _signs_in(self, scope) -> bool:
-        return self.mounted is not None and scope["method"] == "POST" and scope["path"] in self.mounted.sign_in_paths
+        return (self.mounted is not None and scope["method"] != "OPTIONS"
+                and scope["path"] in self.mounted.sign_in_paths)
 
     async def _count(self, scope, receive) -> Decision:
         """Counts the request against its credential's limit, or its client address's without one; a
-        POST to the OAuth endpoints against its address's sign-in limit."""
+        request to the OAuth endpoints against its address's sign-in limit."""
         forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
         client = scope.get("client")
         address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
+        scope[CLIENT_ADDRESS] = address
         if self._signs_in(scope):
             return await self.limiter.hit(*sign_in_limit(address, self.settings))
         principal = None

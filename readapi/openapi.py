@@ -1,24 +1,36 @@
 """The OpenAPI 3.1 document (`GET /schema/openapi.json`), written from each route's description and from
 the same msgspec Structs the handlers decode and answer, so it cannot drift from the code.
 
-## How to describe a route (every route must be: tests/test_openapi.py fails for one that is not)
+## How to describe a route (every route must be: tests/integration/test_openapi.py fails for one that is not)
 
-Put `@describe(...)` above the route decorator. Handlers keep their untyped `(request: Request)` signatures
-(Litestar's typed signatures would cost the hot write path); the description tells the generator instead:
+Put `@describe(...)` above the route decorator. The description is the route's one declaration of who
+may call it and what it takes: the document is written from it, and so is the request's handling. An
+app-wide guard (readapi/auth.py) authenticates every request as its route's `auth` says before anything
+else is read, and the handler declares what it receives, by name, as Litestar dependencies:
+`principal: Authenticated` (the guard's principal) and `payload: Decoded[Shape]` (the body decoded as
+the description's `body`, by `decode_body`'s rules; tests/unit/test_route_declarations.py checks that
+`Shape` is that `body`). A handler keeps `request: Request` for what else it reads (headers, query,
+read-your-writes waits):
 
     @describe("Create a customer", Auth(scope="customers:write"), body=customers.CustomerCreate,
               answer=Customer, errors=(404,), example={"email": "ada@example.com"})
     @post("/api/customers", status_code=200)
-    async def create_customer(request: Request) -> Response: ...
+    async def create_customer(request: Request, principal: Authenticated,
+                              payload: Decoded[customers.CustomerCreate]) -> Response: ...
 
 - `summary`: one line, shown in /docs.
-- `auth`: `Auth(accept, scope)`: the credential kinds the handler's `authenticate(...)` accepts, from
-  "operator" (`Authorization: Token`), "apikey" (HTTP Basic) and "chat" (`Authorization: ChatSession`),
-  and the API key scope; `PUBLIC` for a route that needs none. 401 answers name these schemes in
-  `WWW-Authenticate` (readapi/problems.py reads them from the description).
-- `body`: the Struct (or `list[Struct]`) the handler passes to `decode_body`; `body_required=False` when
-  an empty body is accepted too. `example` is an example body. A file sent as the body itself (not
-  JSON) is `RawBody(media_types, description)`.
+- `auth`: `Auth(accept, scope, role)`: the credential kinds the route accepts, from "operator"
+  (`Authorization: Token`), "apikey" (HTTP Basic) and "chat" (`Authorization: ChatSession`), the API
+  key scope, and the least operator role (`ADMIN`, `OWNER`; documented as `x-parley-role` and refused
+  with 403); `PUBLIC` for a route that needs none. 401 answers name these schemes in `WWW-Authenticate`
+  (readapi/problems.py reads them from the description). A list route states the scope of its `Listing`
+  (`WEBSITES_LISTING.auth`), which `POST /api/batch` checks too. `kept=True` marks the hot writes
+  (`POST /api/messages`, `POST /api/chat/messages`): they stay raw `(request)` handlers that call
+  `with_principal(request, command)`, which reads this Auth and `body` from the description and trusts
+  a principal kept from an earlier request (no lookup; the store refuses the append once it is revoked).
+- `body`: the Struct (or `list[Struct]`) the handler receives as `payload`; `body_required=False` when
+  an empty body is accepted too (`payload` is then None). `example` is an example body. A file sent as
+  the body itself (not JSON) is `RawBody(media_types, description)`; its handler reads it from `request`.
 - `answer`: the success body's type (a Struct, `list[Struct]`, a dict type ...); `None` for no body.
   `status` overrides the route decorator's status code (e.g. a DELETE that answers 204);
   `media_type` "text/event-stream" for Server-Sent Events or another stream, `answer` then a text saying
@@ -282,7 +294,8 @@ def _summary_kinds(auth: Auth) -> str:
         return "No credential is needed."
     kinds = " or ".join(KIND_NAMES[kind] for kind in auth.accept)
     scope = f" An API key needs the `{auth.scope}` scope." if auth.scope and "apikey" in auth.accept else ""
-    return f"Accepts {kinds}.{scope}"
+    role = f" An operator needs the `{auth.role}` role or above (owner > admin > agent)." if auth.role else ""
+    return f"Accepts {kinds}.{scope}{role}"
 
 
 def _headers(names: Iterable[str]) -> dict[str, Any]:
@@ -350,6 +363,8 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
         "responses": responses,
         "security": security,
     }
+    if op.auth.role:
+        operation["x-parley-role"] = op.auth.role
     if deprecation:
         operation["deprecated"] = True
     if isinstance(op.body, RawBody):

@@ -7,7 +7,6 @@ import inspect
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 import msgspec
@@ -32,21 +31,21 @@ POSITION_HEADER = "Parley-Position"
 @dataclass(frozen=True)
 class ApiSettings:
     """What the API (and the MCP server it serves) is told by the composition root; the names and meanings
-    are the `PARLEY_*` variables' (docs/configuration.md)."""
+    are the `PARLEY_*` variables' (docs/configuration.md); parley.settings.narrowed fills them in."""
 
-    search: SearchConfig = SearchConfig(Path(".parley"))
-    database_wait_seconds: float = 2.0
-    max_body_bytes: int = 1_048_576
-    rate_apikey_per_minute: int = 600
-    rate_operator_per_minute: int = 1200
-    rate_anonymous_per_minute: int = 60
-    rate_signin_per_minute: int = 30
-    trusted_proxies: str = ""
-    sandbox_job_seconds: float = 2.0
-    webhook_allow_private: bool = False
-    public_url: str = ""
-    mcp_allowed_hosts: str = ""
-    mcp_allowed_origins: str = ""
+    search: SearchConfig
+    database_wait_seconds: float
+    max_body_bytes: int
+    rate_apikey_per_minute: int
+    rate_operator_per_minute: int
+    rate_anonymous_per_minute: int
+    rate_signin_per_minute: int
+    trusted_proxies: str
+    sandbox_job_seconds: float
+    webhook_allow_private: bool
+    public_url: str
+    mcp_allowed_hosts: str
+    mcp_allowed_origins: str
 
 
 class ConversationFacts(Protocol):
@@ -95,6 +94,8 @@ class Services:
     clock: Callable[[], datetime] = now  # the wall clock; tests of time-dependent answers substitute it
     credentials: KnownCredentials = field(default_factory=KnownCredentials)
     base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
+    # why this process cannot search its index now (it is another process's to fill), or None
+    search_unavailable: Callable[[], str | None] = lambda: None
 
 
 def services(request: Request) -> Services:

@@ -165,3 +165,8 @@ async def preview_campaign(conn: psycopg.AsyncConnection, org_id: uuid.UUID, cam
         f"SELECT {CUSTOMERS.select} FROM rm_customers c WHERE {condition} ORDER BY c.id LIMIT {SAMPLE_SIZE}",
         args)).fetchall()
     return Preview(count, [CUSTOMERS.row_object(row) for row in rows])  # type: ignore[misc]
+
+
+# the campaigns the sender has work for, oldest due first (delivery/campaigns.py)
+PENDING = ("SELECT id, org_id, status, scheduled_at FROM rm_campaigns WHERE status IN ('scheduled', 'sending') "
+           "ORDER BY scheduled_at NULLS FIRST, id")

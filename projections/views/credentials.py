@@ -1,5 +1,6 @@
 """Who a presented secret signs in: an API key, an operator token or a visitor's chat session, looked up by
-the secret's hash in its read model (`rm_api_keys`, `rm_operator_tokens`, `rm_chat_sessions`)."""
+the secret's hash in its read model (`rm_api_keys`, `rm_operator_tokens` with the operator's membership in
+`rm_operator_orgs`, `rm_chat_sessions`)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,14 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
         return row and (Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
                                   rate_per_minute=row[4], generation=row[6]), row[5] or 0)
     if kind == "operator":
+        # the token stands while its operator's membership of the organization is active
         row = await (await conn.execute(
-            f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
-            "FROM rm_operator_tokens c WHERE token_hash = %s AND NOT revoked", (secret_hash,))).fetchone()
+            f"SELECT c.token_id, c.org_id, c.operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, m.role, "
+            "c.expires_at FROM rm_operator_tokens c JOIN rm_operator_orgs m ON m.operator_id = c.operator_id "
+            "AND m.org_id = c.org_id AND m.status = 'active' WHERE c.token_hash = %s AND NOT c.revoked "
+            "AND (c.expires_at IS NULL OR c.expires_at > now())", (secret_hash,))).fetchone()
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
-                                  generation=row[4]), row[3] or 0)
+                                  generation=row[4], role=row[5], expires_at=row[6]), row[3] or 0)
     row = await (await conn.execute(
         f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
         "FROM rm_chat_sessions c WHERE token_hash = %s", (secret_hash,))).fetchone()

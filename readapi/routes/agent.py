@@ -14,9 +14,9 @@ from commands.admin import Created
 from commands.errors import NotFound
 from commands.principal import Principal
 from projections.views.agent import AgentView, read_agent
-from readapi.auth import OPERATOR, VISITOR, authenticate
+from readapi.auth import ADMIN, OPERATOR, VISITOR, Authenticated, Decoded
 from readapi.openapi import describe
-from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, run_command, services, written
 
 PROJECTIONS = ("core", "agent")
 
@@ -41,10 +41,6 @@ class Removed(msgspec.Struct, rename="camel"):
     deleted: bool
 
 
-async def operator(request: Request) -> Principal:
-    return await authenticate(request, accept=("operator",))
-
-
 async def website(request: Request, principal: Principal, website_name: str) -> uuid.UUID:
     return await run_command(request, agent.website_by_name, principal, website_name)
 
@@ -62,15 +58,14 @@ async def view(request: Request, principal: Principal, website_id: uuid.UUID, cr
 
 
 @describe("Configure the website's AI agent (AG-UI); the answer that first configures it alone carries the "
-          "bearer secret", OPERATOR, body=agent.AgentSettings, answer=AgentWithSecret,
+          "bearer secret", ADMIN, body=agent.AgentSettings, answer=AgentWithSecret,
           example={"url": "https://agent.example.com/ag-ui", "greeting": "Hi! How can I help?"})
 @put("/api/websites/{website_name:str}/agent")
-async def configure_agent(request: Request, website_name: FromPath[str]) -> Response:
-    principal = await operator(request)
-    body = await decode_body(request, agent.AgentSettings)
+async def configure_agent(request: Request, principal: Authenticated, payload: Decoded[agent.AgentSettings],
+                          website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
     created, secret = await run_command(request, agent.configure, services(request).sealer, principal.org_id,
-                                        website_id, body, services(request).settings.webhook_allow_private)
+                                        website_id, payload, services(request).settings.webhook_allow_private)
     saved = await view(request, principal, website_id, created)
     if secret is not None:
         saved = AgentWithSecret(**msgspec.structs.asdict(saved), secret=secret)
@@ -79,15 +74,13 @@ async def configure_agent(request: Request, website_name: FromPath[str]) -> Resp
 
 @describe("The website's AI agent and its status (never the secret)", OPERATOR, answer=AgentView)
 @get("/api/websites/{website_name:str}/agent")
-async def get_agent(request: Request, website_name: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def get_agent(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     return json_response(await view(request, principal, await website(request, principal, website_name), None))
 
 
-@describe("Remove the website's AI agent", OPERATOR, answer=Removed)
+@describe("Remove the website's AI agent", ADMIN, answer=Removed)
 @delete("/api/websites/{website_name:str}/agent", status_code=200)
-async def remove_agent(request: Request, website_name: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def remove_agent(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
     created = await run_command(request, agent.remove, principal.org_id, website_id)
     await written(request, created, PROJECTIONS)
@@ -95,10 +88,9 @@ async def remove_agent(request: Request, website_name: FromPath[str]) -> Respons
 
 
 @describe("Rotate the bearer secret sent to the website's AI agent; the answer carries the new one",
-          OPERATOR, answer=Secret)
+          ADMIN, answer=Secret)
 @post("/api/websites/{website_name:str}/agent/secret", status_code=200)
-async def rotate_secret(request: Request, website_name: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def rotate_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
     created, secret = await run_command(request, agent.rotate_secret, services(request).sealer, principal.org_id,
                                         website_id)
@@ -109,11 +101,10 @@ async def rotate_secret(request: Request, website_name: FromPath[str]) -> Respon
 @describe("The visitor's result for an action the AI agent offered; it reaches the agent in a follow-up run",
           VISITOR, body=agent.ActionResult, answer=ActionAccepted, errors=(409,), example={"result": {"opened": True}})
 @post("/api/chat/actions/{tool_call_id:str}/result", status_code=200)
-async def action_result(request: Request, tool_call_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("chat",))
-    body = await decode_body(request, agent.ActionResult)
+async def action_result(request: Request, principal: Authenticated, payload: Decoded[agent.ActionResult],
+                        tool_call_id: FromPath[str]) -> Response:
     created = await run_command(request, agent.action_result, principal, agent.parse_tool_call_id(tool_call_id),
-                                body)
+                                payload)
     return json_response(ActionAccepted(tool_call_id, created.id), created)
 
 

@@ -17,11 +17,11 @@ from litestar import Request, Response, post
 from litestar.datastructures import MultiDict
 
 from commands.errors import CommandError, Invalid
-from readapi.auth import OPERATOR, authenticate
+from readapi.auth import OPERATOR, Authenticated, Decoded
 from readapi.listing import LISTINGS, Listing, read_listing, snapshot
 from readapi.middleware import CREDENTIAL_PARAMETERS
 from readapi.openapi import describe
-from readapi.services import caught_up, decode_body, json_response
+from readapi.services import caught_up, json_response
 
 MAX_BATCH = 20
 
@@ -80,9 +80,8 @@ def plan(items: list[BatchItem]) -> list[PlannedRead]:
           description="Each item names a relative collection read; the answer maps each alias to exactly what "
                       "that GET would answer. At most 20 items.")
 @post("/api/batch", status_code=200)
-async def batch(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    reads = plan(await decode_body(request, list[BatchItem]))
+async def batch(request: Request, principal: Authenticated, payload: Decoded[list[BatchItem]]) -> Response:
+    reads = plan(payload)
     await caught_up(request, tuple({p for read in reads for p in read.listing.projections}))
     results: dict[str, object] = {}
     async with snapshot(request) as conn:

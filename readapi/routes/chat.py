@@ -13,10 +13,10 @@ from commands.admin import Created
 from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import PUBLIC, VISITOR, authenticate, with_principal
+from readapi.auth import PUBLIC, VISITOR, Auth, Authenticated, Decoded, with_principal
 from readapi.cors import check_origin
 from readapi.openapi import ID, describe, query
-from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, run_command, services, written
 from projections.views.visitors import (ChatConversation, ChatMessage, Profile, chat_message_of, current_conversation,
                                         visitor_conversations, visitor_messages, visitor_profile)
 
@@ -35,10 +35,6 @@ class ContextStored(msgspec.Struct, rename="camel"):
     actions: int
 
 
-async def visitor(request: Request) -> Principal:
-    return await authenticate(request, accept=("chat",))
-
-
 async def fresh(request: Request, principal: Principal, created: Created | None) -> None:
     """Read-your-writes for the visitor: after their own write, or anyone's write to their organization."""
     if created is not None:
@@ -52,10 +48,9 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
           description="A signed-in visitor also sends `userId` and its `signature` (HMAC-SHA256 with the "
                       "website's identity secret); 401 when the signature does not match.")
 @post("/api/chat/sessions", status_code=200)
-async def start_session(request: Request) -> Response:
-    body = await decode_body(request, chat.SessionStart)
-    await check_origin(request, parse_id(body.website_id))
-    session = await run_command(request, chat.start_session, services(request).sealer, body)
+async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -> Response:
+    await check_origin(request, parse_id(payload.website_id))
+    session = await run_command(request, chat.start_session, services(request).sealer, payload)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)
@@ -66,10 +61,9 @@ async def start_session(request: Request) -> Response:
                  "post_message": {"requestBody": {"conversationId": ID, "content": "Hello"}}},
           answer=ChatConversation)
 @post("/api/chat/conversations", status_code=200)
-async def start_conversation(request: Request) -> Response:
-    principal = await visitor(request)
-    if await request.body():
-        await decode_body(request, ConversationStart)
+async def start_conversation(request: Request, principal: Authenticated,
+                             payload: Decoded[ConversationStart | None]) -> Response:
+    # `payload` is declared so that a body, when one is sent, is checked; it carries nothing
     created = await run_command(request, chat.start_conversation, principal)
     await fresh(request, principal, created)
     async with services(request).pool.connection() as conn:
@@ -79,18 +73,18 @@ async def start_conversation(request: Request) -> Response:
 
 @describe("The visitor's conversations", VISITOR, answer=list[ChatConversation])
 @get("/api/chat/conversations")
-async def list_visitor_conversations(request: Request) -> Response:
-    principal = await visitor(request)
+async def list_visitor_conversations(request: Request, principal: Authenticated) -> Response:
     await fresh(request, principal, None)
     async with services(request).pool.connection() as conn:
         return json_response(await visitor_conversations(conn, principal.org_id, principal.customer_id))
 
 
-@describe("Post a message as the visitor", VISITOR, body=chat.VisitorMessage, answer=ChatMessage, errors=(404,),
+@describe("Post a message as the visitor", Auth(("chat",), kept=True), body=chat.VisitorMessage, answer=ChatMessage,
+          errors=(404,),
           example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f", "content": "Hi, I need help"})
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
-    created = await with_principal(request, chat.post_message, chat.VisitorMessage, accept=("chat",))
+    created = await with_principal(request, chat.post_message)
     # answered from the event, like POST /api/messages: the hot write path does not wait for the projection
     return json_response(chat_message_of(created.event), created)
 
@@ -98,8 +92,7 @@ async def post_message(request: Request) -> Response:
 @describe("The visitor's transcript of one conversation", VISITOR, answer=list[ChatMessage], errors=(404,),
           query=(query("conversationId", uuid.UUID, "The conversation.", required=True),))
 @get("/api/chat/messages")
-async def transcript(request: Request) -> Response:
-    principal = await visitor(request)
+async def transcript(request: Request, principal: Authenticated) -> Response:
     raw = request.query_params.get("conversationId")
     if not raw:
         raise Invalid("conversationId is required", "conversationId")
@@ -121,18 +114,15 @@ async def profile_response(request: Request, principal: Principal, created: Crea
 
 @describe("The visitor's profile", VISITOR, answer=Profile)
 @get("/api/chat/profile")
-async def get_profile(request: Request) -> Response:
-    principal = await visitor(request)
+async def get_profile(request: Request, principal: Authenticated) -> Response:
     return await profile_response(request, principal, None)
 
 
 @describe("Change the visitor's profile (only the fields given)", VISITOR, body=chat.ProfileUpdate,
           answer=Profile, example={"nickname": "Ada", "phone": "+44 20 7946 0000"})
 @put("/api/chat/profile")
-async def update_profile(request: Request) -> Response:
-    principal = await visitor(request)
-    body = await decode_body(request, chat.ProfileUpdate)
-    created = await run_command(request, chat.update_profile, principal, body)
+async def update_profile(request: Request, principal: Authenticated, payload: Decoded[chat.ProfileUpdate]) -> Response:
+    created = await run_command(request, chat.update_profile, principal, payload)
     return await profile_response(request, principal, created)
 
 
@@ -142,13 +132,11 @@ async def update_profile(request: Request) -> Response:
                       "for the next conversation the visitor starts (`conversationId` is then null). A null value "
                       "removes a key; a conversation holds at most 50.")
 @put("/api/chat/metadata")
-async def set_metadata(request: Request) -> Response:
-    principal = await visitor(request)
-    body = await decode_body(request, chat.MetadataUpdate)
+async def set_metadata(request: Request, principal: Authenticated, payload: Decoded[chat.MetadataUpdate]) -> Response:
     await fresh(request, principal, None)
     async with services(request).pool.connection() as conn:
         current = await current_conversation(conn, principal.org_id, principal.customer_id)
-    created, metadata = await run_command(request, chat.set_metadata, principal, current, body)
+    created, metadata = await run_command(request, chat.set_metadata, principal, current, payload)
     return json_response(metadata, created)
 
 
@@ -159,11 +147,9 @@ async def set_metadata(request: Request) -> Response:
           description="The whole current set: it replaces the session's earlier one. At most 50 readables "
                       "(each value at most 8 KiB of JSON) and 50 actions.")
 @put("/api/chat/context")
-async def set_context(request: Request) -> Response:
-    principal = await visitor(request)
-    body = await decode_body(request, chat.ContextUpdate)
-    created = await run_command(request, chat.set_context, principal, body)
-    return json_response(ContextStored(len(body.readables), len(body.actions)), created)
+async def set_context(request: Request, principal: Authenticated, payload: Decoded[chat.ContextUpdate]) -> Response:
+    created = await run_command(request, chat.set_context, principal, payload)
+    return json_response(ContextStored(len(payload.readables), len(payload.actions)), created)
 
 
 ROUTES = [start_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,

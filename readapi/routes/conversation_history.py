@@ -8,7 +8,7 @@ from litestar import Request, Response, get
 from litestar.params import FromPath
 
 from events.ids import parse_id
-from readapi.auth import OPERATOR, authenticate
+from readapi.auth import OPERATOR, Authenticated
 from readapi.openapi import describe
 from readapi.services import json_response, services
 from readapi.time_travel import AuditTrail, audit_trail
@@ -16,8 +16,7 @@ from readapi.time_travel import AuditTrail, audit_trail
 
 @describe("A conversation's audit trail", OPERATOR, answer=AuditTrail, errors=(404,))
 @get("/api/conversations/{conversation_id:str}/history")
-async def conversation_history(request: Request, conversation_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
+async def conversation_history(request: Request, principal: Authenticated, conversation_id: FromPath[str]) -> Response:
     return json_response(await audit_trail(services(request), principal, parse_id(conversation_id)))
 
 

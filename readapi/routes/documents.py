@@ -15,7 +15,7 @@ from commands.admin import Created
 from commands.documents import LOCALE_PATTERN
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import OPERATOR, VISITOR, Auth, authenticate
+from readapi.auth import OPERATOR, VISITOR, Authenticated, Decoded
 from projections.views.collections import read_one
 from projections.views.document_search import search_documents
 from projections.views.cursors import CursorPage
@@ -23,11 +23,11 @@ from projections.views.documents import DOCUMENTS, Document, DocumentImported, l
 from projections.views.document_search import Match
 from readapi.listing import Listing, listing_response, register
 from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
-from readapi.services import POSITION_HEADER, caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
+from readapi.unavailable import Unavailable
 
 READ_MODELS = ("documents",)
 SEARCH_READ_MODELS = ("documents", "search")
-READ = Auth(scope="documents:read")
 PUBLISHED_DOCUMENTS = dataclasses.replace(DOCUMENTS, extra_where="published")
 LIST_QUERY = collection_query(
     DOCUMENTS, query("search", str, "Only documents whose title holds every word of this."),
@@ -50,39 +50,41 @@ async def _document(request: Request, principal: Principal, created: Created) ->
 
 async def _search(request: Request, principal: Principal) -> Response:
     svc = services(request)
+    if reason := svc.search_unavailable():
+        raise Unavailable(reason)
     await caught_up(request, SEARCH_READ_MODELS)
     async with svc.pool.connection() as conn:
         return json_response(await search_documents(conn, svc.settings.search, principal, request.query_params))
 
 
-register(Listing("documents", "documents:read", list_documents, READ_MODELS))
+DOCUMENTS_LISTING = register(Listing("documents", "documents:read", list_documents, READ_MODELS))
+READ = DOCUMENTS_LISTING.auth
 
 
 @describe("List the help documents", READ, answer=(ListOf(Document), CursorPage[partial(Document)]), query=LIST_QUERY)
 @get("/api/documents")
-async def list_documents_route(request: Request) -> Response:
-    return await listing_response(request, "documents")
+async def list_documents_route(request: Request, principal: Authenticated) -> Response:
+    return await listing_response(request, principal, DOCUMENTS_LISTING)
 
 
 @describe("Search the published help documents", READ, answer=list[Match], query=SEARCH_QUERY)
 @get("/api/documents/search")
-async def search_route(request: Request) -> Response:
-    return await _search(request, await authenticate(request, scope="documents:read"))
+async def search_route(request: Request, principal: Authenticated) -> Response:
+    return await _search(request, principal)
 
 
 @describe("Search the visitor's website's published help documents", VISITOR, answer=list[Match],
           query=SEARCH_QUERY[:3])
 @get("/api/chat/documents/search")
-async def chat_search_route(request: Request) -> Response:
+async def chat_search_route(request: Request, principal: Authenticated) -> Response:
     """The widget's searchDocuments(query, locale): the visitor's website only."""
-    return await _search(request, await authenticate(request, accept=("chat",)))
+    return await _search(request, principal)
 
 
 @describe("Read a published help document of the visitor's website", VISITOR, answer=Document, errors=(404,))
 @get("/api/chat/documents/{document_id:str}")
-async def chat_document(request: Request, document_id: FromPath[str]) -> Response:
+async def chat_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     """The widget opens a search result in its panel: published documents only, of the visitor's website."""
-    principal = await authenticate(request, accept=("chat",))
     await caught_up(request, READ_MODELS)
     async with services(request).pool.connection() as conn:
         return json_response(await read_one(conn, PUBLISHED_DOCUMENTS, principal, parse_id(document_id)))
@@ -90,8 +92,7 @@ async def chat_document(request: Request, document_id: FromPath[str]) -> Respons
 
 @describe("Read a help document", READ, answer=Document)
 @get("/api/documents/{document_id:str}")
-async def get_document(request: Request, document_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="documents:read")
+async def get_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     svc = services(request)
     await caught_up(request, READ_MODELS)
     async with svc.pool.connection() as conn:
@@ -104,10 +105,10 @@ async def get_document(request: Request, document_id: FromPath[str]) -> Response
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "title": "Resetting your password",
                    "content": "Open Settings, then Security.", "locale": "en", "published": True})
 @post("/api/documents", status_code=200)
-async def create_document(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, documents.DocumentCreate)
-    return await _document(request, principal, await run_command(request, documents.create_document, principal, body))
+async def create_document(request: Request, principal: Authenticated,
+                          payload: Decoded[documents.DocumentCreate]) -> Response:
+    created = await run_command(request, documents.create_document, principal, payload)
+    return await _document(request, principal, created)
 
 
 @describe("Import a help document from a file: created, or updated when it changed, found by its path",
@@ -115,12 +116,11 @@ async def create_document(request: Request) -> Response:
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "source": "billing/refunds.md",
                    "title": "Refund policy", "content": "Within 30 days.", "category": "billing", "published": True})
 @post("/api/documents/import", status_code=200)
-async def import_document(request: Request) -> Response:
+async def import_document(request: Request, principal: Authenticated,
+                          payload: Decoded[documents.DocumentImport]) -> Response:
     """`parley docs import DIR` from an operator's machine, one file a request; a re-import of an
     unchanged file writes nothing."""
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, documents.DocumentImport)
-    imported = await run_command(request, documents.import_sent_document, principal, body)
+    imported = await run_command(request, documents.import_sent_document, principal, payload)
     await written(request, imported.created, READ_MODELS)
     return json_response(DocumentImported(imported.created.id, imported.outcome), imported.created)
 
@@ -128,17 +128,15 @@ async def import_document(request: Request) -> Response:
 @describe("Change a help document (only the fields given)", OPERATOR, body=documents.DocumentUpdate,
           answer=Document, example={"published": False})
 @put("/api/documents/{document_id:str}")
-async def update_document(request: Request, document_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, documents.DocumentUpdate)
-    created = await run_command(request, documents.update_document, principal, parse_id(document_id), body)
+async def update_document(request: Request, principal: Authenticated, payload: Decoded[documents.DocumentUpdate],
+                          document_id: FromPath[str]) -> Response:
+    created = await run_command(request, documents.update_document, principal, parse_id(document_id), payload)
     return await _document(request, principal, created)
 
 
 @describe("Delete a help document", OPERATOR, status=204)
 @delete("/api/documents/{document_id:str}", status_code=200)  # the Response below sets 204
-async def delete_document(request: Request, document_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
+async def delete_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     created = await run_command(request, documents.delete_document, principal, parse_id(document_id))
     await written(request, created, READ_MODELS)
     return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})

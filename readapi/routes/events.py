@@ -20,7 +20,7 @@ from litestar.response import Stream
 from commands.errors import Invalid
 from events.export import FORMATS, Format, export
 from events.history import HEAD, HistoryFilter, Reading, ndjson, pages_async
-from readapi.auth import Auth, authenticate
+from readapi.auth import Auth, Authenticated
 from projections.views.collections import parse_bool, parse_int
 from projections.views.history_query import history_filter
 from readapi.openapi import LIMIT, describe, query
@@ -76,11 +76,10 @@ async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow
 
 
 @describe("The organization's event history as NDJSON, then live with `follow=true`",
-          Auth(scope="events:read"), answer="One JSON object per line: each event in its public shape, in position "
+          Auth(scope="events:read", role="admin"), answer="One JSON object per line: each event in its public shape, in position "
           "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY)
 @get("/api/events")
-async def stream_events(request: Request) -> Stream:
-    principal = await authenticate(request, scope="events:read")
+async def stream_events(request: Request, principal: Authenticated) -> Stream:
     params = request.query_params
     flt = history_filter(principal.org_id, params, principal.website_id)
     follow = bool(parse_bool(params, "follow"))
@@ -132,13 +131,12 @@ async def zipped_export(database_url: str, flt: HistoryFilter, fmt: Format) -> A
 
 
 @describe("The organization's event history as a zip of Parquet files (one per event type) or JSON Lines",
-          Auth(scope="events:read"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
+          Auth(scope="events:read", role="admin"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
           media_type="application/zip",
           query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS))
 @get("/api/events/export")
-async def export_events(request: Request) -> Stream:
+async def export_events(request: Request, principal: Authenticated) -> Stream:
     """The export `parley events export` writes, as one zip: for an analyst away from the server."""
-    principal = await authenticate(request, scope="events:read")
     fmt = request.query_params.get("format") or "parquet"
     if fmt not in FORMATS:
         raise Invalid(f"format must be one of {', '.join(FORMATS)}", "format")

@@ -10,10 +10,13 @@ from litestar import Request, Response, delete, get, post
 from commands import admin
 from commands.admin import Created
 from commands.errors import Unauthorized
+from events import origin
+from events.types import Origin
 from projections.views.operators import Session, operator_by_email, operator_session
-from readapi.auth import OPERATOR, PUBLIC, authenticate, operator_only
+from readapi.auth import OPERATOR, PUBLIC, Authenticated, Decoded, operator_only
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.openapi import describe
-from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, run_command, services, written
 
 
 class SignIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -32,14 +35,14 @@ class SignedOut(msgspec.Struct):
 @describe("Sign in as an operator: an access token for e-mail and password", PUBLIC, body=SignIn,
           answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"})
 @post("/api/operators/sessions", status_code=200)
-async def sign_in(request: Request) -> Response:
-    body = await decode_body(request, SignIn)
+async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     async with services(request).pool.connection() as conn:
-        found = await operator_by_email(conn, body.email)
+        found = await operator_by_email(conn, payload.email)
     matches = found is not None and await asyncio.to_thread(admin.password_matches, found.password_hash,
-                                                            body.password)
+                                                            payload.password)
     if not matches:
         raise Unauthorized("unknown e-mail address or wrong password")
+    origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
     token, position = await run_command(request, admin.issue_token, found.org_id, found.id)
     created = Created(found.id, position)
     await written(request, created)
@@ -48,8 +51,7 @@ async def sign_in(request: Request) -> Response:
 
 @describe("Sign out: revoke the presented operator token", OPERATOR, answer=SignedOut)
 @delete("/api/operators/sessions/current", status_code=200)
-async def sign_out(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
+async def sign_out(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
     position = await run_command(request, admin.revoke_token, principal.org_id, principal.credential_id)
     created = Created(principal.credential_id, position)
@@ -59,8 +61,7 @@ async def sign_out(request: Request) -> Response:
 
 @describe("The presented operator token: its operator's e-mail and its organization", OPERATOR, answer=Session)
 @get("/api/operators/sessions/current")
-async def current_session(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
+async def current_session(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
     await caught_up(request)
     async with services(request).pool.connection() as conn:

@@ -19,9 +19,9 @@ from litestar.response import Stream
 from commands.errors import Invalid, NotFound
 from events.live import Channel, LiveFrame
 from events.ids import parse_id
-from readapi.auth import OPERATOR, VISITOR, authenticate
+from readapi.auth import OPERATOR, VISITOR, Authenticated, Decoded
 from readapi.openapi import describe, header
-from readapi.services import decode_body, services
+from readapi.services import services
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 OPENED = b"retry: 1000\n\n"
@@ -84,8 +84,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
           "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions). " + LIVE_FRAMES + ".",
           media_type="text/event-stream", query=(LAST_EVENT_ID,))
 @get("/api/realtime")
-async def operator_stream(request: Request) -> Stream:
-    principal = await authenticate(request, accept=("operator",))
+async def operator_stream(request: Request, principal: Authenticated) -> Stream:
     return event_stream(request, Channel("operator", principal.org_id))
 
 
@@ -96,9 +95,8 @@ async def operator_stream(request: Request) -> Stream:
           "`POST /api/chat/actions/{toolCallId}/result`).", media_type="text/event-stream",
           query=(LAST_EVENT_ID,))
 @get("/api/chat/realtime")
-async def visitor_stream(request: Request) -> Stream:
+async def visitor_stream(request: Request, principal: Authenticated) -> Stream:
     """A visitor holding this stream open is online (the inbox's `online` filter)."""
-    principal = await authenticate(request, accept=("chat",))
     presence = services(request).presence
     connection_id = uuid.uuid4()
     return event_stream(
@@ -113,9 +111,8 @@ async def visitor_stream(request: Request) -> Stream:
                       "frame ({conversationId, typing}); nothing goes to a conversation for operators only. Send "
                       "`true` every few seconds while the operator types and `false` when they stop or send.")
 @post("/api/conversations/{conversation_id:str}/typing", status_code=200)  # the Response below sets 204
-async def team_typing(request: Request, conversation_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, accept=("operator",))
-    body = await decode_body(request, TypingUpdate)
+async def team_typing(request: Request, principal: Authenticated, payload: Decoded[TypingUpdate],
+                      conversation_id: FromPath[str]) -> Response:
     hub = services(request).hub
     found = parse_id(conversation_id)
     facts = found and await hub.conversation_facts(found)
@@ -123,7 +120,7 @@ async def team_typing(request: Request, conversation_id: FromPath[str]) -> Respo
         raise NotFound("conversation not found", "conversationId")
     if not facts.operator_only:
         await hub.publish(LiveFrame(principal.org_id, facts.customer_id, False, "typing",
-                                    msgspec.Raw(msgspec.json.encode(TeamTyping(found, body.typing)))))
+                                    msgspec.Raw(msgspec.json.encode(TeamTyping(found, payload.typing)))))
     return Response(b"", status_code=204)
 
 

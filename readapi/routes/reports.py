@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 from litestar import Request, Response, get
 
-from readapi.auth import OPERATOR, authenticate
+from readapi.auth import OPERATOR, Authenticated
 from readapi.listing import snapshot
 from readapi.openapi import describe, query
 from projections.views.reports import DEFAULT_DAYS, MAX_DAYS, Report, read_report
@@ -22,8 +22,7 @@ from readapi.services import caught_up, json_response
               query("timezone", str, "The IANA time zone days and hours are counted in; UTC by default."),
               query("websiteId", uuid.UUID, "Only this website (the totals by website always show every one).")))
 @get("/api/reports")
-async def reports(request: Request) -> Response:
-    principal = await authenticate(request, accept=("operator",))
+async def reports(request: Request, principal: Authenticated) -> Response:
     await caught_up(request)
     async with snapshot(request) as conn:
         return json_response(await read_report(conn, principal, request.query_params))

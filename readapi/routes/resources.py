@@ -9,19 +9,20 @@ from commands import conversations, customers, messages
 from commands.admin import Created
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import Auth, authenticate, with_principal
+from readapi.auth import Auth, Authenticated, Decoded, with_principal
 from projections.views.collections import (CONVERSATION_RECORD, CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection,
                                  Conversation, ConversationRecord, Customer, Message, Website, new_message, read_one)
 from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
 from readapi.openapi import ID, ListOf, collection_query, describe
 from readapi.listing import Listing, collection_listing, listing_response, register
 from readapi.time_travel import AS_OF, conversation_as_of, messages_as_of, parse_as_of
-from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, run_command, services, written
 
-register(collection_listing("websites", "websites:read", WEBSITES))
-register(collection_listing("customers", "customers:read", CUSTOMERS))
-register(Listing("conversations", "conversations:read", read_conversations, ("core", "inbox", "agent")))
-register(collection_listing("messages", "messages:read", MESSAGES))
+WEBSITES_LISTING = register(collection_listing("websites", "websites:read", WEBSITES))
+CUSTOMERS_LISTING = register(collection_listing("customers", "customers:read", CUSTOMERS))
+CONVERSATIONS_LISTING = register(Listing("conversations", "conversations:read", read_conversations,
+                                         ("core", "inbox", "agent")))
+MESSAGES_LISTING = register(collection_listing("messages", "messages:read", MESSAGES))
 
 
 async def one_response(request: Request, collection: Collection, principal: Principal, record_id,
@@ -35,25 +36,22 @@ async def one_response(request: Request, collection: Collection, principal: Prin
         return json_response(await read_one(conn, collection, principal, record_id, key_column), created)
 
 
-@describe("List the websites", Auth(scope="websites:read"), answer=ListOf(Website),
-          query=collection_query(WEBSITES))
+@describe("List the websites", WEBSITES_LISTING.auth, answer=ListOf(Website), query=collection_query(WEBSITES))
 @get("/api/websites")
-async def list_websites(request: Request) -> Response:
-    return await listing_response(request, "websites")
+async def list_websites(request: Request, principal: Authenticated) -> Response:
+    return await listing_response(request, principal, WEBSITES_LISTING)
 
 
 @describe("Read a website by its name", Auth(scope="websites:read"), answer=Website)
 @get("/api/websites/{website_name:str}")
-async def get_website(request: Request, website_name: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="websites:read")
+async def get_website(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     return await one_response(request, WEBSITES, principal, website_name, key_column="name")
 
 
-@describe("List the customers", Auth(scope="customers:read"), answer=ListOf(Customer),
-          query=collection_query(CUSTOMERS))
+@describe("List the customers", CUSTOMERS_LISTING.auth, answer=ListOf(Customer), query=collection_query(CUSTOMERS))
 @get("/api/customers")
-async def list_customers(request: Request) -> Response:
-    return await listing_response(request, "customers")
+async def list_customers(request: Request, principal: Authenticated) -> Response:
+    return await listing_response(request, principal, CUSTOMERS_LISTING)
 
 
 @describe("Create a customer", Auth(scope="customers:write"), body=customers.CustomerCreate, answer=Customer, errors=(404,),
@@ -61,35 +59,32 @@ async def list_customers(request: Request) -> Response:
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "email": "ada@example.com",
                    "nickname": "Ada"})
 @post("/api/customers", status_code=200)
-async def create_customer(request: Request) -> Response:
-    principal = await authenticate(request, scope="customers:write")
-    body = await decode_body(request, customers.CustomerCreate)
-    created = await run_command(request, customers.create_customer, principal, body)
+async def create_customer(request: Request, principal: Authenticated,
+                          payload: Decoded[customers.CustomerCreate]) -> Response:
+    created = await run_command(request, customers.create_customer, principal, payload)
     return await one_response(request, CUSTOMERS, principal, created.id, created=created)
 
 
 @describe("Read a customer", Auth(scope="customers:read"), answer=Customer)
 @get("/api/customers/{customer_id:str}")
-async def get_customer(request: Request, customer_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="customers:read")
+async def get_customer(request: Request, principal: Authenticated, customer_id: FromPath[str]) -> Response:
     return await one_response(request, CUSTOMERS, principal, parse_id(customer_id))
 
 
 @describe("Change a customer's details (only the fields given)", Auth(scope="customers:write"),
           body=customers.CustomerUpdate, answer=Customer, example={"nickname": "Ada L."})
 @put("/api/customers/{customer_id:str}")
-async def update_customer(request: Request, customer_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="customers:write")
-    body = await decode_body(request, customers.CustomerUpdate)
-    created = await run_command(request, customers.update_customer, principal, parse_id(customer_id), body)
+async def update_customer(request: Request, principal: Authenticated, payload: Decoded[customers.CustomerUpdate],
+                          customer_id: FromPath[str]) -> Response:
+    created = await run_command(request, customers.update_customer, principal, parse_id(customer_id), payload)
     return await one_response(request, CUSTOMERS, principal, created.id, created=created)
 
 
-@describe("List the conversations, or an operator's inbox page with `inboxFilter`", Auth(scope="conversations:read"),
+@describe("List the conversations, or an operator's inbox page with `inboxFilter`", CONVERSATIONS_LISTING.auth,
           answer=(ListOf(Conversation), InboxPage), query=collection_query(CONVERSATIONS, *INBOX_QUERY), errors=(404,))
 @get("/api/conversations")
-async def list_conversations(request: Request) -> Response:
-    return await listing_response(request, "conversations")
+async def list_conversations(request: Request, principal: Authenticated) -> Response:
+    return await listing_response(request, principal, CONVERSATIONS_LISTING)
 
 
 @describe("Start a conversation", Auth(scope="messages:write"), body=conversations.ConversationCreate,
@@ -99,41 +94,37 @@ async def list_conversations(request: Request) -> Response:
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10",
                    "customerId": "0b6f7d8e-2c4a-4f1e-8d3b-5a9c1e2f4d60"})
 @post("/api/conversations", status_code=200)
-async def create_conversation(request: Request) -> Response:
-    principal = await authenticate(request, scope="messages:write")
-    body = await decode_body(request, conversations.ConversationCreate)
-    created = await run_command(request, conversations.create_conversation, principal, body)
+async def create_conversation(request: Request, principal: Authenticated,
+                              payload: Decoded[conversations.ConversationCreate]) -> Response:
+    created = await run_command(request, conversations.create_conversation, principal, payload)
     return await one_response(request, CONVERSATION_RECORD, principal, created.id, created=created)
 
 
 @describe("Read a conversation, with the metadata the visitor's page set on it", Auth(scope="conversations:read"),
           answer=ConversationRecord, query=(AS_OF,))
 @get("/api/conversations/{conversation_id:str}")
-async def get_conversation(request: Request, conversation_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="conversations:read")
+async def get_conversation(request: Request, principal: Authenticated, conversation_id: FromPath[str]) -> Response:
     if as_of := parse_as_of(request.query_params):
         return json_response(await conversation_as_of(services(request), principal, parse_id(conversation_id), as_of))
     return await one_response(request, CONVERSATION_RECORD, principal, parse_id(conversation_id))
 
 
-@describe("List the messages", Auth(scope="messages:read"), answer=ListOf(Message),
-          query=collection_query(MESSAGES, AS_OF))
+@describe("List the messages", MESSAGES_LISTING.auth, answer=ListOf(Message), query=collection_query(MESSAGES, AS_OF))
 @get("/api/messages")
-async def list_messages(request: Request) -> Response:
+async def list_messages(request: Request, principal: Authenticated) -> Response:
     if as_of := parse_as_of(request.query_params):
-        principal = await authenticate(request, scope="messages:read")
         return json_response(await messages_as_of(services(request), principal, request.query_params, as_of))
-    return await listing_response(request, "messages")
+    return await listing_response(request, principal, MESSAGES_LISTING)
 
 
-@describe("Post a message", Auth(scope="messages:write"), body=messages.MessageCreate, answer=Message,
+@describe("Post a message", Auth(scope="messages:write", kept=True), body=messages.MessageCreate, answer=Message,
           links={"get_message": {"messageId": ID}, "read_message": {"messageId": ID},
                  "rate_as_operator": {"messageId": ID}, "react_as_operator": {"messageId": ID}},
           errors=(404,), example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f",
                                   "content": "Hello! How can we help?", "from": "operator"})
 @post("/api/messages", status_code=200)
 async def create_message(request: Request) -> Response:
-    created = await with_principal(request, messages.create_message, messages.MessageCreate, scope="messages:write")
+    created = await with_principal(request, messages.create_message)
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
     # the next read by anyone in the organization still waits for this position.
     return json_response(new_message(created.event), created)
@@ -141,15 +132,13 @@ async def create_message(request: Request) -> Response:
 
 @describe("Read a message", Auth(scope="messages:read"), answer=Message)
 @get("/api/messages/{message_id:str}")
-async def get_message(request: Request, message_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="messages:read")
+async def get_message(request: Request, principal: Authenticated, message_id: FromPath[str]) -> Response:
     return await one_response(request, MESSAGES, principal, parse_id(message_id))
 
 
 @describe("Mark a message read", Auth(scope="messages:write"), answer=Message)
 @post("/api/messages/{message_id:str}/read", status_code=200)
-async def read_message(request: Request, message_id: FromPath[str]) -> Response:
-    principal = await authenticate(request, scope="messages:write")
+async def read_message(request: Request, principal: Authenticated, message_id: FromPath[str]) -> Response:
     created = await run_command(request, messages.mark_read, principal, parse_id(message_id))
     return await one_response(request, MESSAGES, principal, created.id, created=created)
 

@@ -15,12 +15,12 @@ from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from projections.views import webhook_deliveries as delivery_log
 from events.ids import parse_id
-from readapi.auth import OPERATOR, authenticate
+from readapi.auth import ADMIN, Authenticated, Decoded
 from projections.views.collections import (
     WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
 )
 from readapi.openapi import ID, collection_query, describe, query
-from readapi.services import caught_up, decode_body, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, run_command, services, written
 
 PROJECTIONS = ("core", "webhooks")
 DELIVERIES_QUERY = (
@@ -40,10 +40,6 @@ class Redelivering(msgspec.Struct):
     redelivering: int
 
 
-async def operator(request: Request) -> Principal:
-    return await authenticate(request, accept=("operator",))
-
-
 async def subscription(request: Request, principal: Principal, subscription_id: uuid.UUID | None,
                        created: Created | None = None) -> WebhookSubscription:
     svc = services(request)
@@ -55,67 +51,62 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
         return await read_one(conn, WEBHOOK_SUBSCRIPTIONS, principal, subscription_id)
 
 
-@describe("List the webhook subscriptions", OPERATOR, answer=list[WebhookSubscription],
+@describe("List the webhook subscriptions", ADMIN, answer=list[WebhookSubscription],
           query=collection_query(WEBHOOK_SUBSCRIPTIONS)[:-1])
 @get("/api/webhooksubscriptions")
-async def list_subscriptions(request: Request) -> Response:
-    principal = await operator(request)
+async def list_subscriptions(request: Request, principal: Authenticated) -> Response:
     svc = services(request)
     await caught_up(request, PROJECTIONS)
     async with svc.pool.connection() as conn:
         return json_response(await read_list(conn, WEBHOOK_SUBSCRIPTIONS, principal, request.query_params))
 
 
-@describe("Subscribe a URL to events; the answer alone carries the signing secret", OPERATOR,
+@describe("Subscribe a URL to events; the answer alone carries the signing secret", ADMIN,
           links={"update_subscription": {"subscriptionId": ID}, "delete_subscription": {"subscriptionId": ID},
                  "list_deliveries": {"subscriptionId": ID}, "recover_deliveries": {"subscriptionId": ID}},
           body=webhooks.WebhookCreate, answer=WebhookSubscriptionWithSecret,
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "url": "https://example.com/hooks",
                    "events": ["message.created"]})
 @post("/api/webhooksubscriptions", status_code=200)
-async def create_subscription(request: Request) -> Response:
-    principal = await operator(request)
-    body = await decode_body(request, webhooks.WebhookCreate)
-    created, secret = await run_command(request, webhooks.subscribe, services(request).sealer, principal, body,
+async def create_subscription(request: Request, principal: Authenticated,
+                              payload: Decoded[webhooks.WebhookCreate]) -> Response:
+    created, secret = await run_command(request, webhooks.subscribe, services(request).sealer, principal, payload,
                                         services(request).settings.webhook_allow_private)
     saved = await subscription(request, principal, created.id, created)
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
-@describe("Change a webhook subscription (only the fields given)", OPERATOR, body=webhooks.WebhookUpdate,
+@describe("Change a webhook subscription (only the fields given)", ADMIN, body=webhooks.WebhookUpdate,
           answer=WebhookSubscription, example={"active": True})
 @put("/api/webhooksubscriptions/{subscription_id:str}")
-async def update_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
-    principal = await operator(request)
-    body = await decode_body(request, webhooks.WebhookUpdate)
-    created = await run_command(request, webhooks.update, principal, parse_id(subscription_id), body,
+async def update_subscription(request: Request, principal: Authenticated, payload: Decoded[webhooks.WebhookUpdate],
+                              subscription_id: FromPath[str]) -> Response:
+    created = await run_command(request, webhooks.update, principal, parse_id(subscription_id), payload,
                                 services(request).settings.webhook_allow_private)
     return json_response(await subscription(request, principal, created.id, created), created)
 
 
-@describe("Delete a webhook subscription", OPERATOR, answer=Deleted)
+@describe("Delete a webhook subscription", ADMIN, answer=Deleted)
 @delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
-async def delete_subscription(request: Request, subscription_id: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def delete_subscription(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
     created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
     await written(request, created, PROJECTIONS)
     return json_response(Deleted(created.id, True), created)
 
 
-@describe("The subscription's delivery log, with each delivery's attempts", OPERATOR,
+@describe("The subscription's delivery log, with each delivery's attempts", ADMIN,
           answer=delivery_log.DeliveryPage, query=DELIVERIES_QUERY)
 @get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
-async def list_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def list_deliveries(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
     found = await subscription(request, principal, parse_id(subscription_id))
     async with services(request).pool.connection() as conn:
         return json_response(await delivery_log.deliveries_page(conn, found.id, request.query_params))
 
 
-@describe("Deliver one delivery again", OPERATOR, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
+@describe("Deliver one delivery again", ADMIN, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
 @post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
-async def retry_delivery(request: Request, subscription_id: FromPath[str], delivery_id: FromPath[str]) -> Response:
-    principal = await operator(request)
+async def retry_delivery(request: Request, principal: Authenticated, subscription_id: FromPath[str],
+                         delivery_id: FromPath[str]) -> Response:
     found = await active_subscription(request, principal, subscription_id)
     target = parse_id(delivery_id)
     async with services(request).pool.connection() as conn:
@@ -124,15 +115,14 @@ async def retry_delivery(request: Request, subscription_id: FromPath[str], deliv
         return json_response(await delivery_log.delivery(conn, found.id, target))
 
 
-@describe("Deliver again everything since a time", OPERATOR, body=delivery_log.Recover, answer=Redelivering,
+@describe("Deliver again everything since a time", ADMIN, body=delivery_log.Recover, answer=Redelivering,
           errors=(409,), position=False, example={"since": "2026-11-23T00:00:00Z"})
 @post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
-async def recover_deliveries(request: Request, subscription_id: FromPath[str]) -> Response:
-    principal = await operator(request)
-    body = await decode_body(request, delivery_log.Recover)
+async def recover_deliveries(request: Request, principal: Authenticated, payload: Decoded[delivery_log.Recover],
+                             subscription_id: FromPath[str]) -> Response:
     found = await active_subscription(request, principal, subscription_id)
     async with services(request).pool.connection() as conn:
-        return json_response(Redelivering(await delivery_log.recover(conn, found.id, body.since)))
+        return json_response(Redelivering(await delivery_log.recover(conn, found.id, payload.since)))
 
 
 async def active_subscription(request: Request, principal: Principal, subscription_id: FromPath[str]) -> WebhookSubscription:

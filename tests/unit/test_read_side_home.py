@@ -10,9 +10,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # the read side itself, and code that only exercises the service from outside
 OWNERS = {"projections", "tests", "bench"}
-# Still naming read-model tables in their SQL: the coordinator moves these queries into projections/views/
-# and removes each file from this list as it goes.
-NOT_YET_MOVED = {"delivery/agent.py", "delivery/campaigns.py", "delivery/webhooks.py"}
 READ_MODEL_TABLE = re.compile(r"\brm_\w+")
 
 
@@ -44,15 +41,9 @@ def read_model_sql(path: Path) -> list[str]:
 
 
 def test_only_the_read_side_queries_read_models():
-    offenders = [f"{path.relative_to(ROOT).as_posix()}:{found}" for path in sources()
-                 if path.relative_to(ROOT).as_posix() not in NOT_YET_MOVED for found in read_model_sql(path)]
+    offenders = [f"{path.relative_to(ROOT).as_posix()}:{found}" for path in sources() for found in read_model_sql(path)]
     assert not offenders, "SQL on read-model tables outside projections/ (move it into a view in " \
                           "projections/views/):\n" + "\n".join(offenders)
-
-
-def test_the_files_not_yet_moved_still_need_their_exemption():
-    moved = [name for name in sorted(NOT_YET_MOVED) if not read_model_sql(ROOT / name)]
-    assert not moved, f"no read-model SQL left in {', '.join(moved)}: remove them from NOT_YET_MOVED"
 
 
 def test_the_scan_sees_sql_in_strings_but_not_docstrings(tmp_path):

@@ -5,15 +5,19 @@
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
 
+// label, module, element, and the least role that may use the page (none: every operator)
 const PAGES = {
   inbox: ["Inbox", "./pages/inbox.js", "parley-inbox"],
   documents: ["Help documents", "./pages/documents.js", "parley-documents"],
-  webhooks: ["Webhooks", "./pages/webhooks.js", "parley-webhooks"],
-  keys: ["API keys", "./pages/keys.js", "parley-keys"],
-  websites: ["Websites", "./pages/websites.js", "parley-websites"],
-  campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns"],
+  webhooks: ["Webhooks", "./pages/webhooks.js", "parley-webhooks", "admin"],
+  keys: ["API keys", "./pages/keys.js", "parley-keys", "admin"],
+  websites: ["Websites", "./pages/websites.js", "parley-websites", "admin"],
+  campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns", "admin"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
+  audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
 };
+// owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
+const RANK = {agent: 0, admin: 1, owner: 2};
 
 class ParleyApp extends HTMLElement {
   connectedCallback() {
@@ -81,6 +85,9 @@ class ParleyApp extends HTMLElement {
     this.route();
   }
 
+  /** Whether the signed-in operator's role is `wanted` or above it. */
+  hasRole(wanted) { return (RANK[this.me?.role] ?? -1) >= RANK[wanted]; }
+
   get website() { return this.websites.find((w) => w._id === session.website) ?? null; }
 
   async reloadWebsites() {
@@ -101,7 +108,8 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
-    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, Object.entries(PAGES).map(([key, [label]]) =>
+    const usable = Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
+    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, usable.map(([key, [label]]) =>
       h("li", null, h("a", {href: `/app/${key}`, "data-page": key}, label)))));
     this.outlet = h("main", {id: "main", tabindex: "-1"});
     replace(this,
@@ -110,7 +118,7 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
-        h("span", {class: "me"}, this.me.email),
+        h("span", {class: "me", title: `${this.me.email} (${this.me.role})`}, this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
           await signOut().catch(() => {});
           this.showSignIn("You are signed out.");
@@ -127,6 +135,11 @@ class ParleyApp extends HTMLElement {
       else link.removeAttribute("aria-current");
     }
     document.title = `${page[0]} · Parley`;
+    if (page[3] && !this.hasRole(page[3])) { // opened by its address: say so rather than fail its requests
+      replace(this.outlet, h("section", {class: "card role-refused"}, h("h1", null, page[0]),
+        h("p", null, `Your role (${this.me.role}) cannot use ${page[0]}: ask an admin or an owner of the organization.`)));
+      return;
+    }
     await import(page[1]);
     let element = this.outlet.firstElementChild;
     if (element?.localName !== page[2]) {

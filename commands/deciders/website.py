@@ -1,0 +1,80 @@
+"""A website: its settings (brand color, the origins its visitors' pages may call from) and its
+identity secret. `website_state` is the one fold of a website's stream, for the dashboard's commands and
+for the visitor's sign-in."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from msgspec import UNSET, UnsetType
+
+from commands.admin import check_brand_color
+from commands.errors import Invalid
+from commands.streams import Folded
+from events import types as ev
+from events.store import Pending, Recorded
+
+ORIGIN_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$")  # what urlsplit leaves of a host name or address
+
+
+@dataclass
+class WebsiteState(Folded):
+    created: ev.WebsiteCreated
+    brand_color: str | None
+    allowed_origins: list[str]
+    identity_secret: str  # sealed (or, stored before sealing, in the clear): events/sealing.py
+
+
+def website_state(history: list[Recorded]) -> WebsiteState | None:
+    """The website a stream holds, as of its last event; None when the stream is no website."""
+    if not history or not isinstance(history[0].event, ev.WebsiteCreated):
+        return None
+    created = history[0].event
+    brand_color, origins, identity_secret = created.brand_color, [], created.identity_secret
+    for recorded in history[1:]:
+        e = recorded.event
+        if isinstance(e, ev.WebsiteUpdated):
+            brand_color, origins = e.brand_color, e.allowed_origins
+        elif isinstance(e, ev.WebsiteIdentitySecretRotated):
+            identity_secret = e.identity_secret
+    return WebsiteState(created.website_id, history[-1].version, created, brand_color, origins, identity_secret)
+
+
+def normalized_origin(raw: str) -> str:
+    """`scheme://host[:port]` in lowercase, as a browser sends it in `Origin`; anything more is refused."""
+    try:
+        parts = urlsplit(raw.strip())
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname
+            or not ORIGIN_HOST.match(parts.hostname) or parts.username is not None or parts.password is not None
+            or parts.path not in ("", "/") or parts.query or parts.fragment):
+        raise Invalid(f"{raw!r} is not an origin like https://www.example.com", "allowedOrigins")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default_port = {"http": 80, "https": 443}[parts.scheme]
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None and port != default_port else "")
+
+
+def decide_settings(website: WebsiteState, at: datetime, *, brand_color: str | None | UnsetType = UNSET,
+                    allowed_origins: list[str] | UnsetType = UNSET) -> list[Pending]:
+    """The settings given; nothing when they are what the website has."""
+    if brand_color is UNSET:
+        brand_color = website.brand_color
+    else:
+        check_brand_color(brand_color)
+    origins = website.allowed_origins if allowed_origins is UNSET else list(
+        dict.fromkeys(normalized_origin(origin) for origin in allowed_origins))
+    if (brand_color, origins) == (website.brand_color, website.allowed_origins):
+        return []
+    return website.follow(ev.WebsiteUpdated(org_id=website.created.org_id, at=at, website_id=website.created.website_id,
+                                            brand_color=brand_color, allowed_origins=origins))
+
+
+def decide_rotate_identity_secret(website: WebsiteState, identity_secret: str, at: datetime) -> list[Pending]:
+    return website.follow(ev.WebsiteIdentitySecretRotated(org_id=website.created.org_id, at=at,
+                                                          website_id=website.created.website_id,
+                                                          identity_secret=identity_secret))

@@ -1,0 +1,1 @@
+"""What the tests share: servers and tenants, browsers, seeds, receivers, agents."""

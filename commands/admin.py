@@ -27,6 +27,7 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # RFC 5321's limit; the read models index e-mails, and PostgreSQL cannot index one of a few thousand
 # characters: the store would take it and every read model would stop at it.
 MAX_EMAIL = 254
+MAX_USER_AGENT = 300  # what a session keeps of its client's User-Agent
 MAX_RATE = 1_000_000_000  # a key's requests per minute; the read model keeps it as a 32-bit integer
 HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _passwords = PasswordHasher()
@@ -52,7 +53,8 @@ def create_org(store: EventStore, name: str) -> Created:
     return Created(org_id, position)
 
 
-def _reserve(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pending:
+def reserve_name(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pending:
+    """Claims a unique name for `owner` (a second claim of it conflicts in the store)."""
     return Pending(name_stream(kind, value), 1,
                    ev.NameReserved(org_id=org_id, at=now(), kind=kind, value=value, owner_id=owner))
 
@@ -77,7 +79,7 @@ def create_website(store: EventStore, sealer: Sealer, org_id: uuid.UUID, name: s
     identity_secret = new_identity_secret()
     try:
         position = store.append(
-            _reserve("website", name, org_id, website_id),
+            reserve_name("website", name, org_id, website_id),
             Pending(website_id, 1, ev.WebsiteCreated(org_id=org_id, at=now(), website_id=website_id, name=name,
                                                      brand_color=brand_color, identity_secret=sealer.seal(identity_secret))),
         )
@@ -86,12 +88,18 @@ def create_website(store: EventStore, sealer: Sealer, org_id: uuid.UUID, name: s
     return Created(website_id, position), identity_secret
 
 
-def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str, role: str = "owner",
-                    display_name: str | None = None) -> tuple[Created, str]:
-    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+def check_email(email: str) -> str:
+    """The address as stored: trimmed, lower case."""
     email = email.strip().lower()
     if len(email) > MAX_EMAIL or not EMAIL.match(email):
         raise Invalid(f"not an e-mail address of at most {MAX_EMAIL} characters", "email")
+    return email
+
+
+def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str, role: str = "owner",
+                    display_name: str | None = None) -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    email = check_email(email)
     if len(password) < 8:
         raise Invalid("the password needs at least 8 characters", "password")
     created_role = check_role(role)
@@ -99,7 +107,7 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
     operator_id = new_id()
     try:
         store.append(
-            _reserve("operator-email", email, org_id, operator_id),
+            reserve_name("operator-email", email, org_id, operator_id),
             Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id, email=email,
                                                        password_hash=_passwords.hash(password), role=created_role,
                                                        display_name=display_name)),
@@ -110,21 +118,40 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
     return Created(operator_id, position), token
 
 
-def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
-                token_id: uuid.UUID | None = None, expires_at: datetime | None = None) -> tuple[str, int]:
+def new_token(org_id: uuid.UUID, operator_id: uuid.UUID, token_id: uuid.UUID | None = None,
+              expires_at: datetime | None = None, user_agent: str | None = None) -> tuple[str, Pending]:
+    """An operator access token and the event that issues it, to append with others or alone."""
     token = "pt_" + secrets.token_urlsafe(32)
     token_id = token_id or new_id()
-    position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
+    return token, Pending(token_id, 1, ev.OperatorTokenIssued(
         org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token),
-        expires_at=expires_at)))
-    return token, position
+        expires_at=expires_at, user_agent=user_agent[:MAX_USER_AGENT] if user_agent else None))
 
 
-def password_matches(password_hash: str, password: str) -> bool:
+def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
+                token_id: uuid.UUID | None = None, expires_at: datetime | None = None,
+                user_agent: str | None = None) -> tuple[str, int]:
+    token, pending = new_token(org_id, operator_id, token_id, expires_at, user_agent)
+    return token, store.append(pending)
+
+
+def hash_password(password: str) -> str:
+    return _passwords.hash(password)
+
+
+# What a sign-in for an address no operator has is checked against: the hash of a random password nobody
+# kept, made with the same parameters as operators' hashes, so that the answer takes as long as for an
+# operator's address and its timing does not tell which addresses are operators'.
+UNKNOWN_OPERATOR_HASH = "$argon2id$v=19$m=65536,t=3,p=4$Iv/T+RTeg0rBrjkuqkM0mw$jB3r9etGzI+oqTwFvhEX64MMBrs9kp3cw3tcwzFtlmo"
+
+
+def password_matches(password_hash: str | None, password: str) -> bool:
+    """Whether `password` is the one hashed; `None` (no such operator) costs the same check and never matches."""
     try:
-        return _passwords.verify(password_hash, password)
+        verified = _passwords.verify(password_hash or UNKNOWN_OPERATOR_HASH, password)
     except (VerificationError, InvalidHashError):
         return False
+    return verified and password_hash is not None
 
 
 def revoke_token(store: EventStore, org_id: uuid.UUID, token_id: uuid.UUID) -> int:

@@ -32,3 +32,7 @@ class NotFound(CommandError):
 
 class Conflict(CommandError):
     status, title = 409, "Conflict"
+
+
+class Gone(CommandError):
+    status, title = 410, "Gone"

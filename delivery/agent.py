@@ -171,7 +171,7 @@ class Answer:
     async def feed(self, data: str) -> None:
         try:
             raw = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RunFailed(PROTOCOL_ERROR, "an event is not JSON") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             raise RunFailed(PROTOCOL_ERROR, "an event has no type")

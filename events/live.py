@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal
 
@@ -95,12 +96,35 @@ class LiveConnection:
 
 
 @dataclass(eq=False)
+class Held:
+    """The credential an open stream was opened with (its kind and id, as `Principal.credential_id`), the
+    credential generation it was last found standing at and when it ends by itself, if it does; `ended` is
+    done once it was found revoked or expired."""
+
+    kind: str
+    credential_id: uuid.UUID
+    generation: int
+    expires_at: datetime | None = None
+    ended: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    @property
+    def revoked(self) -> bool:
+        return self.ended.done()
+
+    def revoke(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+
+@dataclass(eq=False)
 class Channel:
-    """One open stream: who it is for, and the frames waiting to be written to it."""
+    """One open stream: who it is for, the credential it holds (it ends with it), and the frames waiting
+    to be written to it."""
 
     audience: Literal["operator", "visitor"]
     org_id: uuid.UUID
     customer_id: uuid.UUID | None = None
+    held: Held | None = None
     last_sent: int = 0
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
 

@@ -117,6 +117,7 @@ class OperatorTokenIssued(Event, frozen=True):
     operator_id: uuid.UUID
     token_hash: str
     expires_at: datetime | None = None  # a `parley login` token's end; the others live until revoked
+    user_agent: str | None = None  # the signing-in client's User-Agent, to tell sessions apart (never public)
 
 
 @public("token_id")
@@ -586,6 +587,71 @@ class CampaignCancelled(Event, frozen=True):
     campaign_id: uuid.UUID
 
 
+@public("issuer", "client_id", "allowed_domains", "default_role", "button_label", "enabled")  # never the client secret
+class SsoConfigured(Event, frozen=True):
+    """The organization's single sign-on with an OpenID Connect provider, as a whole (the client secret kept
+    from the previous settings when a change does not give one). Kept in the clear, like the agent's
+    secret: the token exchange sends it on every sign-in."""
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    allowed_domains: list[str]  # e-mail domains whose verified addresses may sign in, lower case
+    default_role: str  # the role of an operator the sign-in creates or adds to the organization
+    button_label: str  # "Sign in with <button_label>"
+    enabled: bool
+# Invitations and password resets: single-use links whose token is kept only as a hash, in the private
+# `NameReserved` that maps it to its stream; the events themselves hold no token.
+@public("invitation_id", "email", "role", "expires_at", "invited_by")
+class OperatorInvited(Event, frozen=True):
+    """An admin or owner of `org_id` invited `email` to join it with `role`, until `expires_at`."""
+
+    invitation_id: uuid.UUID
+    email: str
+    role: str
+    expires_at: datetime
+    invited_by: uuid.UUID
+
+
+@public("invitation_id", "operator_id")
+class InvitationAccepted(Event, frozen=True):
+    """The invitee set a password (or gave its own, already an operator elsewhere) and joined as `operator_id`."""
+
+    invitation_id: uuid.UUID
+    operator_id: uuid.UUID
+
+
+@public("invitation_id")
+class InvitationRevoked(Event, frozen=True):
+    invitation_id: uuid.UUID
+
+
+@public("operator_id")  # never the hash
+class OperatorPasswordChanged(Event, frozen=True):
+    """The operator's password is now the one `password_hash` checks; every session of the operator issued
+    before `at` ends but `kept_token_id` (the one that changed it, if any)."""
+
+    operator_id: uuid.UUID
+    password_hash: str
+    kept_token_id: uuid.UUID | None = None
+
+
+@public("reset_id", "operator_id", "expires_at")
+class PasswordResetIssued(Event, frozen=True):
+    """A link that sets the operator's password once, until `expires_at`; `issued_by` the admin who made it."""
+
+    reset_id: uuid.UUID
+    operator_id: uuid.UUID
+    expires_at: datetime
+    issued_by: uuid.UUID | None = None
+
+
+@public("reset_id", "operator_id")
+class PasswordResetUsed(Event, frozen=True):
+    reset_id: uuid.UUID
+    operator_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -642,4 +708,11 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     AgentActionOffered,
     AgentActionResult,
     AgentRunEnded,
+    SsoConfigured,
+    OperatorInvited,
+    InvitationAccepted,
+    InvitationRevoked,
+    OperatorPasswordChanged,
+    PasswordResetIssued,
+    PasswordResetUsed,
 )

@@ -9,7 +9,6 @@ password travels in the POST body only, and nothing secret is ever put in a URL.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import secrets
 import uuid
@@ -19,11 +18,11 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from commands.admin import password_matches
 from mcp_server.cli_tokens import API_TOKEN_SECONDS
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
-from projections.views.operators import operator_by_email, organizations_of
+from projections.views.operators import organizations_of
+from projections.views.sign_in import TooManyFailures, attempt_sign_in
 from mcp.server.auth.provider import AuthorizeError
 
 COOKIE = "parley_consent"
@@ -77,9 +76,10 @@ def _hidden(request_id: str, csrf: str, step: str) -> str:
 
 
 class ConsentPage:
-    def __init__(self, server: ParleyAuthorizationServer):
+    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int):
         self.server = server
         self.pool = server.pool
+        self.failures_allowed = failures_allowed  # per e-mail address (projections/views/sign_in.py)
 
     async def _request(self, request_id: str) -> tuple | None:
         async with self.pool.connection() as conn:
@@ -172,9 +172,14 @@ class ConsentPage:
 
     async def _signed_in(self, request_id: str, client_name: str, params: dict, email: str,
                          password: str) -> Response:
-        async with self.pool.connection() as conn:
-            found = await operator_by_email(conn, email)
-        if found is None or not await asyncio.to_thread(password_matches, found.password_hash, password):
+        try:
+            found = await attempt_sign_in(self.pool, email, password, self.failures_allowed)
+        except TooManyFailures as refused:
+            csrf = await self._new_csrf(request_id, None)
+            page = self._sign_in(request_id, csrf, client_name, params, f"Sign-in paused: {refused}.", 429)
+            page.headers["Retry-After"] = str(refused.retry_after)
+            return page
+        if found is None:
             csrf = await self._new_csrf(request_id, None)
             return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
                                  401)

@@ -107,6 +107,9 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            if runtime.services.setup_code:
+                print(f"No operator yet: create the first owner at {base_url}/app/ (on another machine, "
+                      f"with the setup code {runtime.services.setup_code})", flush=True)
             await asyncio.wait([serving, *ending], return_when=asyncio.FIRST_COMPLETED)
             _stop_by_deadline(infra, workers_process)
             for callback in runtime.on_stop_serving:

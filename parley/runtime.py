@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from projections.search import SearchConfig, SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
+from projections.sso import SsoProjection
 
 log = logging.getLogger("parley")
 
@@ -65,6 +67,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
     "audit": lambda settings: AuditProjection(),
+    "sso": lambda settings: SsoProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
@@ -258,6 +261,7 @@ class Runtime:
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
         from projections.views.cursors import cursor_key
+        from projections.views.operators import any_operator
         from mcp_server.service import McpService
         from readapi.services import ApiSettings, Services
 
@@ -276,6 +280,9 @@ class Runtime:
                                                self.settings.presence_ttl_seconds)
         self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.nats_url,
                                  realtime.hub, realtime.presence)
+        async with self.pool.connection() as conn:
+            if not await any_operator(conn):
+                self.services.setup_code = secrets.token_urlsafe(12)
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:

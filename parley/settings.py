@@ -38,6 +38,8 @@ class Settings(msgspec.Struct, kw_only=True):
     rate_operator_per_minute: PerMinute = 1200
     rate_anonymous_per_minute: PerMinute = 60
     rate_signin_per_minute: PerMinute = 30
+    rate_chat_sessions_per_minute: PerMinute = 20
+    signin_failures_per_account: Annotated[int, msgspec.Meta(ge=1)] = 5
     trusted_proxies: str = ""
     sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
     webhook_allow_private: bool = False
@@ -109,12 +111,19 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                       "POST requests per minute per client address to the OAuth endpoints: the "
                                       "consent page's sign-in, /oauth/token, /oauth/register, /oauth/revoke "
                                       "(default 30)"),
+    "PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE": ("rate_chat_sessions_per_minute",
+                                             "chat sessions a client address may start per minute "
+                                             "(POST /api/chat/sessions), each of which has its own request "
+                                             "budget (default 20)"),
+    "PARLEY_SIGNIN_FAILURES_PER_ACCOUNT": ("signin_failures_per_account",
+                                           "failed operator sign-ins allowed per e-mail address within 15 minutes; "
+                                           "past them the address is refused until the 15 minutes end (default 5)"),
     "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
                                "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
                                "believed (default none: X-Forwarded-For is ignored)"),
     "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
                                    "seconds a sandbox summary job runs before it succeeds (default 2)"),
-    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs, and single sign-on providers at such addresses: for development and tests only"),
     "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
     "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),
     "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": ("webhook_retry_cap_seconds", "longest delay between two webhook attempts (default 7200)"),

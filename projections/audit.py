@@ -71,6 +71,13 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.OperatorDisabled: Audited("operator.disabled", "operator", "operator_id"),
     ev.OperatorEnabled: Audited("operator.enabled", "operator", "operator_id"),
     ev.OperatorProfileChanged: Audited("operator.profile_changed", "operator", "operator_id"),
+    ev.OperatorInvited: Audited("invitation.created", "invitation", "invitation_id"),
+    ev.InvitationAccepted: Audited("invitation.accepted", "invitation", "invitation_id", actor_field="operator_id"),
+    ev.InvitationRevoked: Audited("invitation.revoked", "invitation", "invitation_id"),
+    ev.OperatorPasswordChanged: Audited("operator.password_changed", "operator", "operator_id",
+                                        actor_field="operator_id"),
+    ev.PasswordResetIssued: Audited("password_reset.issued", "password_reset", "reset_id"),
+    ev.PasswordResetUsed: Audited("password_reset.used", "password_reset", "reset_id", actor_field="operator_id"),
     ev.OperatorTokenIssued: Audited("session.created", "session", "token_id", actor_field="operator_id"),
     ev.OperatorTokenRevoked: Audited("session.revoked", "session", "token_id"),
     ev.ApiKeyCreated: Audited("apikey.created", "apikey", "key_id"),
@@ -95,6 +102,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.CampaignScheduled: Audited("campaign.scheduled", "campaign", "campaign_id"),
     ev.CampaignStarted: Audited("campaign.started", "campaign", "campaign_id", by_system=True),
     ev.CampaignCancelled: Audited("campaign.cancelled", "campaign", "campaign_id"),
+    ev.SsoConfigured: Audited("sso.configured", "sso", "org_id"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,

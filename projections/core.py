@@ -12,7 +12,7 @@ from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
-    "rm_operator_revocations", "rm_api_keys",
+    "rm_operator_revocations", "rm_api_keys", "rm_invitations",
     "rm_customers", "rm_conversations", "rm_messages",
 )
 
@@ -33,6 +33,15 @@ CREATE TABLE IF NOT EXISTS rm_operator_tokens (
     revoked boolean NOT NULL DEFAULT false);
 ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS display_name text;
+-- A session as its operator lists it; `last_used_at` is the API's to move (at most once a minute), not an event's
+ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS created_at timestamptz,
+    ADD COLUMN IF NOT EXISTS user_agent text, ADD COLUMN IF NOT EXISTS last_used_at timestamptz;
+CREATE INDEX IF NOT EXISTS rm_operator_tokens_operator ON rm_operator_tokens (operator_id);
+-- Invitations to join an organization: `pending` until accepted or revoked (or past `expires_at`)
+CREATE TABLE IF NOT EXISTS rm_invitations (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, email text NOT NULL, role text NOT NULL,
+    expires_at timestamptz NOT NULL, created_at timestamptz NOT NULL, state text NOT NULL DEFAULT 'pending');
+CREATE INDEX IF NOT EXISTS rm_invitations_org ON rm_invitations (org_id, state);
 -- Every organization an operator belongs to, the one it was created in (`rm_operators.org_id`) included, with
 -- its role and status there; a membership that ended stays, as `removed`.
 CREATE TABLE IF NOT EXISTS rm_operator_orgs (
@@ -147,9 +156,9 @@ async def _joined(conn, operator_id, org_id, role: str, at) -> None:
 
 async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
     await conn.execute(
-        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id, expires_at) "
-        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.token_hash, e.token_id, e.operator_id, e.org_id, e.expires_at))
+        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id, expires_at, created_at, "
+        "user_agent) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.token_hash, e.token_id, e.operator_id, e.org_id, e.expires_at, e.at, e.user_agent))
 
 
 async def _credentials_changed(conn) -> None:
@@ -200,12 +209,36 @@ async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
 
 
 async def _sessions_revoked(conn, e: ev.OperatorSessionsRevoked) -> None:
-    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s", (e.operator_id,))
+    await _sessions_ended(conn, e.operator_id, e.at)
+
+
+async def _sessions_ended(conn, operator_id, before, kept_token_id=None) -> None:
+    """The operator's access tokens but `kept_token_id` are revoked, and its MCP connections made before
+    `before` end."""
+    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s "
+                       "AND token_id IS DISTINCT FROM %s", (operator_id, kept_token_id))
     await conn.execute(
         "INSERT INTO rm_operator_revocations (operator_id, revoked_before) VALUES (%s, %s) "
         "ON CONFLICT (operator_id) DO UPDATE SET revoked_before = GREATEST(rm_operator_revocations.revoked_before, "
-        "EXCLUDED.revoked_before)", (e.operator_id, e.at))
+        "EXCLUDED.revoked_before)", (operator_id, before))
     await _credentials_changed(conn)
+
+
+async def _password_changed(conn, e: ev.OperatorPasswordChanged) -> None:
+    """Sign-in checks the new password; every other session ends (MCP connections too)."""
+    await conn.execute("UPDATE rm_operators SET password_hash = %s WHERE id = %s", (e.password_hash, e.operator_id))
+    await _sessions_ended(conn, e.operator_id, e.at, e.kept_token_id)
+
+
+async def _invited(conn, e: ev.OperatorInvited) -> None:
+    await conn.execute(
+        "INSERT INTO rm_invitations (id, org_id, email, role, expires_at, created_at) VALUES (%s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING", (e.invitation_id, e.org_id, e.email, e.role, e.expires_at, e.at))
+
+
+async def _invitation_ended(conn, e: ev.InvitationAccepted | ev.InvitationRevoked) -> None:
+    await conn.execute("UPDATE rm_invitations SET state = %s WHERE id = %s",
+                       ("accepted" if isinstance(e, ev.InvitationAccepted) else "revoked", e.invitation_id))
 
 
 async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
@@ -311,6 +344,10 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorDisabled: _disabled,
     ev.OperatorEnabled: _enabled,
     ev.OperatorProfileChanged: _profile_changed,
+    ev.OperatorPasswordChanged: _password_changed,
+    ev.OperatorInvited: _invited,
+    ev.InvitationAccepted: _invitation_ended,
+    ev.InvitationRevoked: _invitation_ended,
     ev.ApiKeyCreated: _api_key,
     ev.ApiKeyRevoked: _api_key_revoked,
     ev.CustomerCreated: _customer,

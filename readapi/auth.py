@@ -57,8 +57,12 @@ class Auth:
     kept: bool = False
 
     def challenge(self) -> str:
-        """`WWW-Authenticate` of a 401: the schemes this route accepts (every scheme for a public route)."""
-        return ", ".join(SECURITY_SCHEMES[kind][2] for kind in (self.accept or tuple(SECURITY_SCHEMES)))
+        """`WWW-Authenticate` of a 401: the schemes this route accepts. A public route refuses only what its
+        body presents (the sign-in's password, a visitor's identity signature); its 401 names the token
+        schemes but not Basic, whose challenge has a browser ask for a user name and password in a dialog of
+        its own, over the dashboard's sign-in page."""
+        kinds = self.accept or tuple(kind for kind in SECURITY_SCHEMES if kind != "apikey")
+        return ", ".join(SECURITY_SCHEMES[kind][2] for kind in kinds)
 
 
 PUBLIC = Auth(())

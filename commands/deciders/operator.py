@@ -54,6 +54,7 @@ class Operator(Folded):
     created: ev.OperatorCreated
     display_name: str | None = None
     memberships: dict[uuid.UUID, Membership] = field(default_factory=dict)  # by organization
+    password_hash: str = ""  # what checks the operator's password now
 
     @property
     def operator_id(self) -> uuid.UUID:
@@ -70,7 +71,7 @@ def fold_operator(history: list[Recorded]) -> Operator:
     created = history[0].event
     assert isinstance(created, ev.OperatorCreated)
     state = Operator(created.operator_id, history[-1].version, created, created.display_name,
-                     {created.org_id: Membership(created.role)})
+                     {created.org_id: Membership(created.role)}, created.password_hash)
     for recorded in history[1:]:
         event = recorded.event
         if isinstance(event, ev.OperatorOrgAdded):
@@ -83,6 +84,8 @@ def fold_operator(history: list[Recorded]) -> Operator:
             state.memberships[event.org_id].status = "disabled" if isinstance(event, ev.OperatorDisabled) else "active"
         elif isinstance(event, ev.OperatorProfileChanged):
             state.display_name = event.display_name
+        elif isinstance(event, ev.OperatorPasswordChanged):
+            state.password_hash = event.password_hash
     return state
 
 
@@ -142,6 +145,13 @@ def decide_change(team: Team, actor_role: str | None, operator_id: uuid.UUID, at
     return operator.follow(*changes)
 
 
+def check_may_manage(team: Team, actor_role: str | None, operator_id: uuid.UUID) -> Operator:
+    """The member `operator_id`, if `actor_role` may manage it (an admin hands an owner nothing)."""
+    operator, membership = team.member(operator_id)
+    _may_manage(actor_role, membership)
+    return operator
+
+
 def decide_remove(team: Team, actor_role: str | None, operator_id: uuid.UUID, at: datetime) -> list[Pending]:
     operator, membership = team.member(operator_id)
     _may_manage(actor_role, membership)
@@ -163,3 +173,10 @@ def decide_join(operator: Operator, org_id: uuid.UUID, role: Role, at: datetime)
     if org_id in operator.memberships:
         return []
     return operator.follow(ev.OperatorOrgAdded(org_id=org_id, at=at, operator_id=operator.operator_id, role=role))
+
+
+def decide_password(operator: Operator, org_id: uuid.UUID, password_hash: str, at: datetime,
+                    kept_token_id: uuid.UUID | None = None) -> list[Pending]:
+    """The new password; every other session of the operator ends."""
+    return operator.follow(ev.OperatorPasswordChanged(org_id=org_id, at=at, operator_id=operator.operator_id,
+                                                      password_hash=password_hash, kept_token_id=kept_token_id))

@@ -355,9 +355,12 @@ class Operator(msgspec.Struct, rename={"id": "_id", "display_name": "displayName
     created_at: datetime
 
 
-# an organization's operators: every membership of it but those that ended
+# an organization's operators: every membership of it but those that ended, and the invitations that still
+# work (the invitation's id stands for the operator until it is accepted)
 MEMBERS = ("(SELECT o.id, o.email, o.display_name, m.role, m.status, o.created_at, m.org_id FROM rm_operator_orgs m "
-           "JOIN rm_operators o ON o.id = m.operator_id WHERE m.status <> 'removed') AS members")
+           "JOIN rm_operators o ON o.id = m.operator_id WHERE m.status <> 'removed' "
+           "UNION ALL SELECT i.id, i.email, NULL, i.role, 'invited', i.created_at, i.org_id FROM rm_invitations i "
+           "WHERE i.state = 'pending' AND i.expires_at > now()) AS members")
 
 OPERATORS = Collection(
     name="operators", table=MEMBERS, shape=Operator, select="id, email, display_name, role, status, created_at",

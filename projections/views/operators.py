@@ -78,3 +78,37 @@ async def admitted_role(conn: psycopg.AsyncConnection, operator_id: uuid.UUID, o
         "WHERE r.operator_id = %(operator)s AND r.revoked_before >= %(since)s)",
         {"operator": operator_id, "org": org_id, "since": since})).fetchone()
     return row and row[0]
+
+
+class OperatorSession(msgspec.Struct, rename={"id": "_id", "created_at": "createdAt", "last_used_at": "lastUsedAt",
+                                              "user_agent": "userAgent"}):
+    """One of an operator's signed-in sessions (an access token): where it signed in from, when last used."""
+
+    id: uuid.UUID
+    created_at: datetime | None  # None for a token issued before sessions were listed
+    last_used_at: datetime | None
+    user_agent: str | None
+    current: bool  # the token of the request that lists them
+
+
+async def sessions_of(conn: psycopg.AsyncConnection, operator_id: uuid.UUID,
+                      current_token_id: uuid.UUID) -> list[OperatorSession]:
+    """The operator's sessions that stand (not revoked, not expired), in every organization, newest first."""
+    rows = await (await conn.execute(
+        "SELECT token_id, created_at, last_used_at, user_agent, token_id = %s FROM rm_operator_tokens "
+        "WHERE operator_id = %s AND NOT revoked AND (expires_at IS NULL OR expires_at > now()) "
+        "ORDER BY created_at DESC NULLS LAST, token_id", (current_token_id, operator_id))).fetchall()
+    return [OperatorSession(*row) for row in rows]
+
+
+async def invitation_pending(conn: psycopg.AsyncConnection, org_id: uuid.UUID, email: str) -> bool:
+    """Whether the organization has invited this address already, by a link that still works."""
+    row = await (await conn.execute(
+        "SELECT 1 FROM rm_invitations WHERE org_id = %s AND email = %s AND state = 'pending' AND expires_at > now()",
+        (org_id, email.strip().lower()))).fetchone()
+    return row is not None
+
+
+async def any_operator(conn: psycopg.AsyncConnection) -> bool:
+    """Whether the install has an operator: a fresh one offers to create its first owner."""
+    return (await (await conn.execute("SELECT EXISTS (SELECT 1 FROM rm_operators)")).fetchone())[0]

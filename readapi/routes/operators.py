@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import msgspec
 from litestar import Request, Response, delete, get, post
 
@@ -12,10 +10,12 @@ from commands.admin import Created
 from commands.errors import Unauthorized
 from events import origin
 from events.types import Origin
-from projections.views.operators import Session, operator_by_email, operator_session
+from projections.views.operators import Session, operator_session
+from projections.views.sign_in import TooManyFailures, attempt_sign_in
 from readapi.auth import OPERATOR, PUBLIC, Authenticated, Decoded, operator_only
 from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.openapi import describe
+from readapi.problems import problem
 from readapi.services import caught_up, json_response, run_command, services, written
 
 
@@ -36,14 +36,16 @@ class SignedOut(msgspec.Struct):
           answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"})
 @post("/api/operators/sessions", status_code=200)
 async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
-    async with services(request).pool.connection() as conn:
-        found = await operator_by_email(conn, payload.email)
-    matches = found is not None and await asyncio.to_thread(admin.password_matches, found.password_hash,
-                                                            payload.password)
-    if not matches:
+    try:
+        found = await attempt_sign_in(services(request).pool, payload.email, payload.password,
+                                      services(request).settings.signin_failures_per_account)
+    except TooManyFailures as refused:
+        return problem(429, str(refused), "email", headers={"Retry-After": str(refused.retry_after)})
+    if found is None:
         raise Unauthorized("unknown e-mail address or wrong password")
     origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
-    token, position = await run_command(request, admin.issue_token, found.org_id, found.id)
+    token, position = await run_command(request, admin.issue_token, found.org_id, found.id, None, None,
+                                        request.headers.get("user-agent"))
     created = Created(found.id, position)
     await written(request, created)
     return json_response(SignedIn(token), created)

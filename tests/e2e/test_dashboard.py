@@ -109,6 +109,22 @@ def test_sign_in_shows_the_inbox_with_the_api_s_counts(dashboard, http, tenant):
     dashboard.assert_clean()
 
 
+def test_a_wrong_password_is_told_on_the_page_with_no_browser_dialog(dashboard):
+    page = dashboard.page
+    page.goto(dashboard.url())
+    page.get_by_label("E-mail").fill(dashboard.tenant.operator_email)
+    page.get_by_label("Password").fill("not the password")
+    # a Basic challenge would hold the answer behind the browser's own user-name-and-password dialog
+    # (headless, for ever)
+    with page.expect_response(lambda r: r.url.endswith("/api/operators/sessions")) as answer:
+        page.get_by_role("button", name="Sign in").click()
+    assert answer.value.status == 401
+    assert "basic" not in answer.value.headers["www-authenticate"].lower()
+    page.get_by_text("Unknown e-mail address or wrong password.").wait_for()
+    assert page.url.endswith("/app/signin") and dashboard.token() is None
+    dashboard.assert_clean()
+
+
 def test_a_conversation_live_reply_note_resolve_reactions_and_rating(dashboard, http, tenant):
     visitor = Chatting(http, tenant)
     visitor.say("Hello, my order is late")

@@ -158,12 +158,13 @@ class Server:
 def server_env(infra: Infra, database_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     # Every test client is 127.0.0.1, one anonymous rate-limit bucket for the whole suite: lift its limit
-    # unless a test sets its own. Servers on one database but different data directories share a key, as
-    # a deployment's processes must.
+    # unless a test sets its own; likewise the per-account sign-in backoff, which wrong-password tests reach.
+    # Servers on one database but different data directories share a key, as a deployment's processes must.
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=infra.nats_url,
                PARLEY_SECRETS_KEY=secrets.token_urlsafe(32),
                PARLEY_NATS_STREAM=f"T{uuid.uuid4().hex[:10].upper()}", PARLEY_LOG_LEVEL="WARNING",
-               PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000")
+               PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000",
+               PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="100000", PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="100000")
     env.update(extra)
     return env
 

@@ -4,6 +4,7 @@
 
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
+import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
 // label, module, element, and the least role that may use the page (none: every operator)
 const PAGES = {
@@ -15,7 +16,11 @@ const PAGES = {
   campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns", "admin"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
+  organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
+  operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
 };
+// every operator's own, opened from its name in the header rather than the navigation
+const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
 
@@ -30,8 +35,27 @@ class ParleyApp extends HTMLElement {
       event.preventDefault();
       this.navigate(link.getAttribute("href"));
     });
-    if (session.token) this.start();
-    else this.showSignIn();
+    const link = location.hash.match(/^#\/(invite|reset)\/([^/]+)$/); // an invitation's or a reset's link
+    const landed = singleSignOnLanding();
+    if (link) this.showLink(link[1], decodeURIComponent(link[2]));
+    else if (session.token) this.start();
+    else this.showSignIn(landed.error && new Error(`Single sign-on failed: ${landed.error}.`));
+  }
+
+  /** The page of an invitation or a password reset link; then the dashboard, or sign-in. */
+  showLink(kind, token) {
+    this.stopRealtime?.();
+    this.me = null;
+    const done = (signedIn, notice) => {
+      history.replaceState(null, "", signedIn ? "/app/inbox" : "/app/signin");
+      if (!signedIn) return this.showSignIn(notice);
+      keep(signedIn);
+      return this.start();
+    };
+    document.title = `${kind === "invite" ? "Invitation" : "New password"} · Parley`;
+    const shown = (kind === "invite" ? inviteForm : resetForm)(token, done);
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   navigate(path, {replace: replacing = false} = {}) {
@@ -46,7 +70,27 @@ class ParleyApp extends HTMLElement {
     if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
     const password = h("input", {type: "password", name: "password", autocomplete: "current-password", required: true});
-    const status = h("div", {"aria-live": "polite"}, notice && h("p", {class: "notice"}, notice));
+    const status = h("div", {"aria-live": "polite"},
+      notice instanceof Error ? errorBox(notice) : notice && h("p", {class: "notice"}, notice));
+    const sso = h("div", {class: "sso", "aria-live": "polite"});
+    // a sign-in link naming the organization: /app/signin?org=<organization id>
+    const organization = new URLSearchParams(location.search).get("org");
+    let asked = "";
+    const offerSingleSignOn = async (params) => { // "Sign in with …" when the organization has SSO enabled
+      const key = new URLSearchParams(params).toString();
+      if (key === asked) return;
+      asked = key;
+      const found = await get("/api/sso/discover", params).catch(() => null);
+      if (key !== asked) return; // a later address was typed meanwhile
+      replace(sso, found && h("a", {class: "button", href: found.startUrl, id: "sso-sign-in"},
+        `Sign in with ${found.buttonLabel}`));
+    };
+    email.addEventListener("input", () => {
+      const domain = email.value.includes("@") ? email.value.split("@").pop().trim() : "";
+      if (domain.includes(".")) offerSingleSignOn({email: email.value.trim()});
+      else if (!organization) replace(sso);
+    });
+    if (organization) offerSingleSignOn({organizationId: organization});
     const form = h("form", {class: "signin card", onsubmit: async (event) => {
       event.preventDefault();
       form.querySelector("button").disabled = true;
@@ -63,9 +107,23 @@ class ParleyApp extends HTMLElement {
     }},
       h("h1", null, "Sign in to Parley"),
       field("E-mail", email), field("Password", password),
-      h("button", {type: "submit"}, "Sign in"), status);
+      h("button", {type: "submit"}, "Sign in"), sso, status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
+    this.offerSetup();
+  }
+
+  /** A fresh install (no operator yet) offers to create its first owner instead of signing in. */
+  async offerSetup() {
+    const state = await get("/api/setup").catch(() => null);
+    if (!state?.available || this.me) return;
+    const shown = setupForm(state, (token) => {
+      keep(token);
+      history.replaceState(null, "", "/app/inbox");
+      return this.start();
+    });
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   async start() {
@@ -118,7 +176,8 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
-        h("span", {class: "me", title: `${this.me.email} (${this.me.role})`}, this.me.displayName ?? this.me.email),
+        h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
+          this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
           await signOut().catch(() => {});
           this.showSignIn("You are signed out.");
@@ -129,7 +188,7 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" ? PROFILE : PAGES[key] ?? PAGES.inbox;
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
@@ -149,6 +208,19 @@ class ParleyApp extends HTMLElement {
     }
     element.show(rest, new URLSearchParams(location.search));
   }
+}
+
+/**
+ * Where single sign-on lands (readapi/routes/sso.py): `/app/#sso-token=<token>` or `#sso-error=<why>`. The
+ * fragment never reaches a server; the token is stored like a password sign-in's and the fragment is
+ * stripped from the address (and so from the history) at once. Answers {error} when it failed.
+ */
+function singleSignOnLanding() {
+  const found = new URLSearchParams(location.hash.slice(1));
+  if (!found.has("sso-token") && !found.has("sso-error")) return {};
+  history.replaceState(null, "", location.pathname + location.search);
+  if (found.get("sso-token")) session.token = found.get("sso-token");
+  return {error: found.get("sso-error")};
 }
 
 customElements.define("parley-app", ParleyApp);

@@ -7,7 +7,7 @@ import {errorBox, field, h, replace, time} from "../dom.js";
 
 // The kinds of subject the log names actions by (`webhook.created` ...): the action filter's choices.
 const KINDS = ["organization", "website", "agent", "webhook", "apikey", "operator", "session", "customer",
-               "document", "campaign"];
+               "document", "campaign", "sso"];
 const ACTORS = {operator: "Operator", apikey: "API key", mcp: "MCP client", cli: "CLI", customer: "Visitor",
                 system: "Parley"};
 

@@ -1,7 +1,7 @@
-"""Secrets kept sealed at rest: the identity, webhook and agent secrets Parley must read back in the clear
-(to verify a visitor's signature, sign a delivery, call an agent) are stored sealed (AES-256-GCM) in the
-events that carry them and in the read models that copy them, under a key kept outside the database. A
-dump of the database alone does not give them away.
+"""Secrets kept sealed at rest: the identity, webhook, agent and single sign-on secrets Parley must read
+back in the clear (to verify a visitor's signature, sign a delivery, call an agent, sign an operator in)
+are stored sealed (AES-256-GCM) in the events that carry them and in the read models that copy them, under
+a key kept outside the database. A dump of the database alone does not give them away.
 
 A sealed value is `sealed:v1:` and the URL-safe base64 of a random 96-bit nonce and the ciphertext. Values
 stored before sealing existed have no prefix and read as they are: events are never rewritten, and a

@@ -590,8 +590,8 @@ class CampaignCancelled(Event, frozen=True):
 @public("issuer", "client_id", "allowed_domains", "default_role", "button_label", "enabled")  # never the client secret
 class SsoConfigured(Event, frozen=True):
     """The organization's single sign-on with an OpenID Connect provider, as a whole (the client secret kept
-    from the previous settings when a change does not give one). Kept in the clear, like the agent's
-    secret: the token exchange sends it on every sign-in."""
+    from the previous settings when a change does not give one). Sealed (events/sealing.py), like the agent's
+    secret, and opened for the token exchange of each sign-in; in the clear when written before sealing."""
 
     issuer: str
     client_id: str

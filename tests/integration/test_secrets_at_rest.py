@@ -13,6 +13,8 @@ import psycopg
 import pytest
 
 from commands.agent import agent_stream
+from commands.principal import Principal
+from commands.sso import SsoSettings, configure_sso, current_sso, sso_stream
 from delivery.webhooks import sign
 from events import types as ev
 from events.ids import new_id
@@ -147,6 +149,24 @@ def test_secrets_stored_in_the_clear_before_sealing_still_work(sealing, client, 
     visitor, conversation = visitor_with_conversation(client, tenant)
     client.post("/api/chat/messages", headers=visitor.headers, json={"conversationId": conversation, "content": "Hi"})
     assert agent_calls(remote)[0].authorization == f"Bearer {clear_bearer}"
+
+
+def test_the_single_sign_on_client_secret_is_sealed_and_opened_for_the_sign_in(sealing):
+    tenant = make_tenant(sealing)
+    owner = Principal("operator", tenant.org_id, uuid.uuid4())  # configure_sso reads its organization
+    client_secret = f"sso-canary-{uuid.uuid4().hex}"
+    settings = SsoSettings(issuer="https://login.example.com", client_id="parley", allowed_domains=["example.com"],
+                           client_secret=client_secret)
+    store = sealing.store()
+    try:
+        configure_sso(store, sealing.sealer, owner, settings)
+        configure_sso(store, sealing.sealer, owner, settings)  # the same settings again: nothing new
+        history = store.load(sso_stream(tenant.org_id))
+        assert len(history) == 1 and history[0].event.client_secret.startswith("sealed:v1:")
+        assert current_sso(store, sealing.sealer, tenant.org_id).client_secret == client_secret
+    finally:
+        store.close()
+    assert not shows(dump(sealing.database_url), client_secret)
 
 
 def test_a_process_with_another_key_is_refused(infra):

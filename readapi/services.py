@@ -19,6 +19,7 @@ from commands.errors import Invalid
 from commands.principal import Principal
 from commands.streams import now
 from events.live import Channel, Held, LiveFrame
+from events.sealing import Sealer
 from projections.search import SearchConfig
 from events.store import JSON_NUL, EventStore
 from readapi.consistency import PositionWatch
@@ -99,6 +100,7 @@ class Services:
     store: EventStore
     pool: AsyncConnectionPool
     watch: PositionWatch
+    sealer: Sealer  # seals the secrets commands store, opens those they check
     nats_url: str = ""
     hub: LiveHub | None = None
     presence: VisitorPresence | None = None

@@ -65,8 +65,8 @@ async def view(request: Request, principal: Principal, website_id: uuid.UUID, cr
 async def configure_agent(request: Request, principal: Authenticated, payload: Decoded[agent.AgentSettings],
                           website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.configure, principal.org_id, website_id, payload,
-                                        services(request).settings.webhook_allow_private)
+    created, secret = await run_command(request, agent.configure, services(request).sealer, principal.org_id,
+                                        website_id, payload, services(request).settings.webhook_allow_private)
     saved = await view(request, principal, website_id, created)
     if secret is not None:
         saved = AgentWithSecret(**msgspec.structs.asdict(saved), secret=secret)
@@ -94,7 +94,8 @@ async def remove_agent(request: Request, principal: Authenticated, website_name:
 @post("/api/websites/{website_name:str}/agent/secret", status_code=200)
 async def rotate_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.rotate_secret, principal.org_id, website_id)
+    created, secret = await run_command(request, agent.rotate_secret, services(request).sealer, principal.org_id,
+                                        website_id)
     await written(request, created, PROJECTIONS)
     return json_response(Secret(secret), created)
 

@@ -51,7 +51,7 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
 @post("/api/chat/sessions", status_code=200)
 async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -> Response:
     await check_origin(request, parse_id(payload.website_id))
-    session = await run_command(request, chat.start_session, payload)
+    session = await run_command(request, chat.start_session, services(request).sealer, payload)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)

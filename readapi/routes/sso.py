@@ -86,7 +86,7 @@ async def put_sso(request: Request, principal: Authenticated, payload: Decoded[s
         await oidc.discover(payload.issuer.strip(), _allow_private(request))
     except oidc.SignInFailed as exc:
         raise Invalid(str(exc), "issuer") from None
-    created = await run_command(request, sso.configure_sso, principal, payload)
+    created = await run_command(request, sso.configure_sso, services(request).sealer, principal, payload)
     await written(request, created, READ_MODELS)
     return json_response(await _settings_view(request, principal.org_id), created)
 
@@ -115,7 +115,7 @@ async def discover(request: Request) -> Response:
 @get("/api/sso/{organization_id:str}/start", status_code=302)
 async def start(request: Request, organization_id: FromPath[str]) -> Response:
     org_id = parse_id(organization_id)
-    settings = org_id and await run_command(request, sso.current_sso, org_id)
+    settings = org_id and await run_command(request, sso.current_sso, services(request).sealer, org_id)
     if not settings or not settings.enabled:
         return _landing(request, error="single sign-on is not enabled for this organization")
     try:
@@ -145,7 +145,7 @@ async def callback(request: Request) -> Response:
         pending = await oidc.take(services(request).pool, params["state"], request.cookies.get(oidc.BROWSER_COOKIE))
         if params.get("error"):
             raise oidc.SignInFailed(f"the identity provider refused: {params.get('error_description') or params['error']}")
-        settings = await run_command(request, sso.current_sso, pending.org_id)
+        settings = await run_command(request, sso.current_sso, services(request).sealer, pending.org_id)
         if settings is None or not settings.enabled:
             raise oidc.SignInFailed("single sign-on is not enabled for this organization")
         if not params.get("code"):

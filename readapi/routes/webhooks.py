@@ -71,7 +71,7 @@ async def list_subscriptions(request: Request, principal: Authenticated) -> Resp
 @post("/api/webhooksubscriptions", status_code=200)
 async def create_subscription(request: Request, principal: Authenticated,
                               payload: Decoded[webhooks.WebhookCreate]) -> Response:
-    created, secret = await run_command(request, webhooks.subscribe, principal, payload,
+    created, secret = await run_command(request, webhooks.subscribe, services(request).sealer, principal, payload,
                                         services(request).settings.webhook_allow_private)
     saved = await subscription(request, principal, created.id, created)
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)

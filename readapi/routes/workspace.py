@@ -65,7 +65,8 @@ async def revoke_key(request: Request, principal: Authenticated, key_id: FromPat
 @post("/api/websites", status_code=200)
 async def create_website(request: Request, principal: Authenticated,
                          payload: Decoded[websites.WebsiteCreate]) -> Response:
-    created, secret = await run_command(request, websites.create_website, principal, payload)
+    created, secret = await run_command(request, websites.create_website, services(request).sealer, principal,
+                                        payload)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 
@@ -83,7 +84,8 @@ async def update_website(request: Request, principal: Authenticated, payload: De
           answer=WebsiteWithSecret, operation_id="rotateWebsiteIdentitySecret")
 @post("/api/websites/{website_name:str}/identity-secret", status_code=200)
 async def rotate_identity_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
-    created, secret = await run_command(request, websites.rotate_identity_secret, principal, website_name)
+    created, secret = await run_command(request, websites.rotate_identity_secret, services(request).sealer, principal,
+                                        website_name)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 

@@ -49,7 +49,7 @@ def seed_conversation(server: Server):
     store = server.store()
     try:
         org = admin.create_org(store, "Seed")
-        website, _ = admin.create_website(store, org.id, f"seed-{new_id().hex[:8]}", None)
+        website, _ = admin.create_website(store, server.sealer, org.id, f"seed-{new_id().hex[:8]}", None)
         customer_id, conversation_id = new_id(), new_id()
         store.append(Pending(customer_id, 1, ev.CustomerCreated(org_id=org.id, at=now(), customer_id=customer_id,
                                                                 website_id=website.id)))
@@ -156,7 +156,7 @@ def test_api_and_workers_as_separate_processes(infra, tmp_path):
     try:
         store = workers.store()
         org = admin.create_org(store, "Split")
-        website, _ = admin.create_website(store, org.id, f"split-{new_id().hex[:8]}", None)
+        website, _ = admin.create_website(store, workers.sealer, org.id, f"split-{new_id().hex[:8]}", None)
         operator, operator_token = admin.create_operator(store, org.id, f"s-{new_id().hex[:8]}@example.com",
                                                          "long enough")
         store.close()

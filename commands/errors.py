@@ -32,3 +32,17 @@ class NotFound(CommandError):
 
 class Conflict(CommandError):
     status, title = 409, "Conflict"
+
+
+class TwoFactorRequired(Unauthorized):
+    """The password was right; the operator's second factor is missing or wrong (its problem type ends in
+    `/two-factor-required`)."""
+
+    title = "Two-factor required"
+
+
+class TwoFactorEnrolmentRequired(Forbidden):
+    """The organization requires two-factor sign-in and the operator has none yet: until they enrol, their
+    token opens only their profile, the enrolment and sign-out."""
+
+    title = "Two-factor enrolment required"

@@ -29,6 +29,9 @@ class Principal:
     # has moved the generation on (None: not looked up, as the CLI's own principals).
     generation: int | None = None
     expires_at: datetime | None = None  # a credential that ends by itself (a `parley login` token)
+    # An operator whose organization requires two-factor sign-in and who has none: until they enrol, the
+    # token opens only the routes whose Auth says `enrolling` (their profile, the enrolment, sign-out).
+    must_enrol: bool = False
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= datetime.now(timezone.utc)

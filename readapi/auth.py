@@ -13,7 +13,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.handlers import BaseRouteHandler
 
 from commands.admin import hash_secret
-from commands.errors import Forbidden, Unauthorized
+from commands.errors import Forbidden, TwoFactorEnrolmentRequired, Unauthorized
 from commands.principal import Principal
 from events.store import CredentialsChanged
 from projections.views.credentials import principal_of
@@ -51,14 +51,22 @@ class Auth:
     # a hot write: its handler authenticates through `with_principal`, which trusts a principal this process
     # kept from an earlier request (no lookup) because the store refuses the append once it was revoked
     kept: bool = False
+    # open to an operator who must enrol in two-factor sign-in first (Principal.must_enrol): their profile,
+    # the enrolment and sign-out; every other route answers 403 two-factor-enrolment-required
+    enrolling: bool = False
 
     def challenge(self) -> str:
-        """`WWW-Authenticate` of a 401: the schemes this route accepts (every scheme for a public route)."""
-        return ", ".join(SECURITY_SCHEMES[kind][2] for kind in (self.accept or tuple(SECURITY_SCHEMES)))
+        """`WWW-Authenticate` of a 401: the schemes this route accepts. A public route refuses only what its
+        body presents (the sign-in's password, a visitor's identity signature); its 401 names the token
+        schemes but not Basic, whose challenge has a browser ask for a user name and password in a dialog of
+        its own, over the dashboard's sign-in page."""
+        kinds = self.accept or tuple(kind for kind in SECURITY_SCHEMES if kind != "apikey")
+        return ", ".join(SECURITY_SCHEMES[kind][2] for kind in kinds)
 
 
 PUBLIC = Auth(())
 OPERATOR = Auth(("operator",))
+OPERATOR_ENROLLING = Auth(("operator",), enrolling=True)
 VISITOR = Auth(("chat",))
 
 
@@ -140,6 +148,9 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
         raise Unauthorized("the credential is invalid or revoked")
     if principal.kind not in auth.accept:
         raise Forbidden(f"this endpoint does not accept {principal.kind} credentials")
+    if principal.must_enrol and not auth.enrolling:
+        raise TwoFactorEnrolmentRequired("the organization requires two-factor sign-in: turn it on "
+                                         "(POST /api/operators/me/totp, then confirm a code) to continue")
     if auth.scope is not None and auth.scope not in principal.scopes:
         raise Forbidden(f"the API key lacks the {auth.scope} scope")
     if principal.kind == "chat":

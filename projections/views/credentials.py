@@ -7,6 +7,7 @@ import psycopg
 
 from commands.principal import ALL_SCOPES, Principal
 from events.store import CREDENTIAL_GENERATION
+from projections.views.two_factor import must_enrol_sql
 
 # Each lookup also reads the organization's latest write position, as of this moment: what the
 # request's reads wait for (read-your-writes), without a query of its own; and the credential generation,
@@ -26,11 +27,12 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
                                   rate_per_minute=row[4], generation=row[6]), row[5] or 0)
     if kind == "operator":
         row = await (await conn.execute(
-            f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, expires_at "
+            f"SELECT token_id, org_id, operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, expires_at, "
+            f"{must_enrol_sql('c.operator_id', 'c.org_id')} "
             "FROM rm_operator_tokens c WHERE token_hash = %s AND NOT revoked "
             "AND (expires_at IS NULL OR expires_at > now())", (secret_hash,))).fetchone()
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
-                                  generation=row[4], expires_at=row[5]), row[3] or 0)
+                                  generation=row[4], expires_at=row[5], must_enrol=row[6]), row[3] or 0)
     row = await (await conn.execute(
         f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
         "FROM rm_chat_sessions c WHERE token_hash = %s", (secret_hash,))).fetchone()

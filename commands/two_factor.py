@@ -20,7 +20,7 @@ from commands.deciders.two_factor import (
     DIGITS, INTERVAL, RECOVERY_CODES, SecondFactor, TwoFactor, decide_confirm, decide_enrol, decide_remove,
     decide_second_factor, decide_security, fold_security, fold_two_factor, recovery_hash,
 )
-from commands.errors import NotFound
+from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from commands.streams import execute, load, now
 from events import types as ev
@@ -96,7 +96,11 @@ def check_second_factor(store: EventStore, operator_id: uuid.UUID, code: str | N
 
 
 def require_two_factor(store: EventStore, principal: Principal, required: bool) -> Created:
-    """Whether every operator of the organization needs two-factor sign-in."""
+    """Whether every operator of the organization needs two-factor sign-in. Only an operator who has it on
+    may require it: otherwise their own token would at once open nothing but the enrolment."""
+    if required and not load_two_factor(store, principal.operator_id).enrolled:
+        raise Conflict("turn on your own two-factor sign-in before requiring it of everyone",
+                       "requireTwoFactor")
     appended = execute(store, principal.org_id,
                        lambda: fold_security(load(store, principal.org_id, ev.OrganizationCreated, principal.org_id,
                                                   "organization").history),

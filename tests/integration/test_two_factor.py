@@ -11,9 +11,11 @@ import uuid
 import zipfile
 
 import pyotp
+import pytest
 
 from commands import admin
 from tests.integration.test_history_export import parquet_text
+from tests.support.mcp_helpers import Flow, browser, hidden_fields, organizations, pkce
 from tests.support.servers import token
 
 PASSWORD = "correct horse"
@@ -179,3 +181,51 @@ def test_the_secret_and_the_recovery_codes_never_leave(http, server, tenant, tmp
         assert "OperatorTotpConfirmed" in text and "RecoveryCodeUsed" in text, name  # they are there, public part
         leaked = [value for value in hidden if value in text or value.replace("-", "") in text]
         assert not leaked, f"{name} leaks {leaked}"
+
+
+def consent_signed_in(server, person, flow: Flow, email: str, resource: str = "default"):
+    """The consent page after the password step: the code step for an operator with two-factor sign-in."""
+    _, challenge = pkce()
+    to_consent = person.get(flow.authorize_url(challenge, resource=resource))
+    page = person.get(to_consent.headers["location"])
+    return person.post("/oauth/consent", data={**hidden_fields(page.text), "email": email, "password": PASSWORD})
+
+
+@pytest.mark.parametrize("resource", ["default", "api"], ids=["mcp-client", "parley-login"])
+def test_the_consent_page_asks_for_the_code_too(server, http, tenant, resource):
+    """The MCP consent page and `parley login`'s (the same page, for the REST API) run the same check."""
+    flow = Flow(http, server.base_url)
+    flow.register(client_name="Two-factor host", token_endpoint_auth_method="none")
+    resource = server.base_url + "/api" if resource == "api" else resource
+    totp, _, codes = enrol(http, tenant.operator)
+    with browser(server.base_url) as person:
+        asked = consent_signed_in(server, person, flow, tenant.operator_email, resource)
+        assert asked.status_code == 200 and 'name="code"' in asked.text and 'name="org"' not in asked.text
+        skipped = person.post("/oauth/consent", data={**hidden_fields(asked.text), "step": "decide",
+                                                      "org": str(tenant.org_id), "decision": "allow"})
+        assert skipped.status_code == 400  # no organization can be chosen before the code
+        asked = consent_signed_in(server, person, flow, tenant.operator_email, resource)
+        wrong = person.post("/oauth/consent", data={**hidden_fields(asked.text), "code": "000000"})
+        assert wrong.status_code == 401 and "wrong" in wrong.text and 'name="code"' in wrong.text
+        passed = person.post("/oauth/consent", data={**hidden_fields(wrong.text), "code": codes[0]})
+        assert passed.status_code == 200 and str(tenant.org_id) in organizations(passed.text).values()
+        done = person.post("/oauth/consent", data={**hidden_fields(passed.text), "org": str(tenant.org_id),
+                                                   "decision": "allow"})
+        assert done.status_code == 303 and "code=" in done.headers["location"]
+        # the recovery code passed once, here as at the REST sign-in
+        assert_two_factor_required(sign_in(http, tenant.operator_email, codes[0]))
+
+
+def test_the_consent_page_refuses_an_organization_requiring_it_to_an_operator_without_it(server, http, tenant):
+    enrol(http, tenant.operator)
+    assert http.put("/api/organization/security", json={"requireTwoFactor": True},
+                    headers=tenant.operator).status_code == 200
+    email, _ = new_operator(server, tenant.org_id)
+    flow = Flow(http, server.base_url)
+    flow.register()
+    with browser(server.base_url) as person:
+        choose = consent_signed_in(server, person, flow, email)
+        assert choose.status_code == 200 and 'name="org"' in choose.text
+        refused = person.post("/oauth/consent", data={**hidden_fields(choose.text), "org": str(tenant.org_id),
+                                                      "decision": "allow"})
+        assert refused.status_code == 403 and "requires two-factor sign-in" in refused.text

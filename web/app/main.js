@@ -13,7 +13,10 @@ const PAGES = {
   websites: ["Websites", "./pages/websites.js", "parley-websites"],
   campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
+  profile: ["Profile", "./pages/profile.js", "parley-profile"],
 };
+// What an operator who must enrol in two-factor sign-in (the organization requires it) may open until then.
+const ENROLLING = {profile: PAGES.profile};
 
 class ParleyApp extends HTMLElement {
   connectedCallback() {
@@ -42,31 +45,56 @@ class ParleyApp extends HTMLElement {
     if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
     const password = h("input", {type: "password", name: "password", autocomplete: "current-password", required: true});
+    // shown once the server says the operator has two-factor sign-in on
+    const code = h("input", {name: "totp", autocomplete: "one-time-code", inputmode: "numeric", spellcheck: "false"});
+    const codeField = field("Two-factor code", code, "From your authenticator app, or one of your recovery codes.");
+    codeField.hidden = true;
     const status = h("div", {"aria-live": "polite"}, notice && h("p", {class: "notice"}, notice));
     const form = h("form", {class: "signin card", onsubmit: async (event) => {
       event.preventDefault();
       form.querySelector("button").disabled = true;
       try {
-        await signIn(email.value.trim(), password.value);
+        await signIn(email.value.trim(), password.value, codeField.hidden ? undefined : code.value.trim());
         password.value = "";
         history.replaceState(null, "", "/app/inbox");
         await this.start();
       } catch (error) {
-        replace(status, errorBox(error.status === 401 ? "Unknown e-mail address or wrong password." : error));
         form.querySelector("button").disabled = false;
+        if (error.is?.("two-factor-required")) {
+          const asked = codeField.hidden;
+          codeField.hidden = false;
+          code.required = true;
+          code.value = "";
+          replace(status, asked ? h("p", {class: "notice"}, "Enter the code from your authenticator app.")
+                                : errorBox("Wrong code, or a code already used. Try the current one."));
+          code.focus();
+          return;
+        }
+        replace(status, errorBox(error.status === 401 ? "Unknown e-mail address or wrong password." : error));
         password.focus();
       }
     }},
       h("h1", null, "Sign in to Parley"),
-      field("E-mail", email), field("Password", password),
+      field("E-mail", email), field("Password", password), codeField,
       h("button", {type: "submit"}, "Sign in"), status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
   }
 
   async start() {
-    const [me, websites, operators] = await Promise.all([
-      get("/api/operators/me"), get("/api/websites"), get("/api/operators")]);
+    const [me, twoFactor] = await Promise.all([get("/api/operators/me"), get("/api/operators/me/totp")]);
+    // the organization requires two-factor sign-in and this operator has none: their profile alone, to enrol
+    this.pages = twoFactor.required && !twoFactor.enrolled ? ENROLLING : PAGES;
+    if (this.pages === ENROLLING) {
+      this.me = me;
+      this.websites = [];
+      this.operators = [];
+      this.renderShell();
+      history.replaceState(null, "", "/app/profile");
+      this.route();
+      return;
+    }
+    const [websites, operators] = await Promise.all([get("/api/websites"), get("/api/operators")]);
     this.me = me;
     this.websites = websites;
     this.operators = operators;
@@ -101,7 +129,7 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
-    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, Object.entries(PAGES).map(([key, [label]]) =>
+    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, Object.entries(this.pages).map(([key, [label]]) =>
       h("li", null, h("a", {href: `/app/${key}`, "data-page": key}, label)))));
     this.outlet = h("main", {id: "main", tabindex: "-1"});
     replace(this,
@@ -110,7 +138,7 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
-        h("span", {class: "me"}, this.me.email),
+        h("a", {class: "me", href: "/app/profile"}, this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
           await signOut().catch(() => {});
           this.showSignIn("You are signed out.");
@@ -121,7 +149,7 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = PAGES[key] ?? PAGES.inbox;
+    const page = this.pages[key] ?? Object.values(this.pages)[0];
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

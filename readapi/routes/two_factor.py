@@ -13,6 +13,7 @@ from litestar import Request, Response, delete, get, post, put
 
 from commands import two_factor
 from commands.admin import Created
+from commands.principal import Principal
 from projections.views.two_factor import TwoFactorStatus, two_factor_status
 from readapi.auth import OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded, operator_only
 from readapi.openapi import describe
@@ -48,7 +49,7 @@ def qr_svg(uri: str) -> str:
     return out.getvalue().decode()
 
 
-async def status_response(request: Request, principal, created: Created | None = None) -> Response:
+async def status_response(request: Request, principal: Principal, created: Created | None = None) -> Response:
     if created is None:
         await caught_up(request)
     else:
@@ -96,7 +97,8 @@ async def remove_totp(request: Request, principal: Authenticated, payload: Decod
 
 
 @describe("Whether every operator of the organization must sign in with two factors; those without are sent "
-          "to enrol", OPERATOR, body=Security, answer=Security, example={"requireTwoFactor": True})
+          "to enrol (only an operator who has it on may require it: 409)", OPERATOR, body=Security, answer=Security,
+          errors=(409,), example={"requireTwoFactor": True})
 @put("/api/organization/security", status_code=200)
 async def set_security(request: Request, principal: Authenticated, payload: Decoded[Security]) -> Response:
     operator_only(principal)

@@ -186,7 +186,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
         env.update(PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url, PARLEY_LOG_LEVEL="WARNING",
                    PARLEY_WEBHOOK_ALLOW_PRIVATE="1", PARLEY_RATE_OPERATOR_PER_MINUTE="10000000",
-                   PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
+                   PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000", PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")
         proc, base_url = start_serve(root / "data", env)
         store = EventStore(postgres.url, pool_size=2)
         try:

@@ -114,7 +114,8 @@ def main() -> None:
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
         env.update(PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url, PARLEY_LOG_LEVEL="WARNING",
-                   PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
+                   PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000",
+                   PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")
         proc, base_url = start_serve(root / "data", env)
         token, website_id = seed(store, base_url, args.conversations)
         floor = [asyncio.run(api_floor(base_url, token, website_id)) for _ in range(args.samples + 3)][3:]

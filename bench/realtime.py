@@ -55,7 +55,8 @@ def start_server(database_url: str, nats_url: str, data_dir: Path) -> tuple[subp
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     # the bench is one operator and one client address far above the default rate limits
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=nats_url, PARLEY_LOG_LEVEL="WARNING",
-               PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
+               PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000",
+               PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")
     return start_serve(data_dir, env)
 
 

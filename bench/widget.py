@@ -174,8 +174,9 @@ def main() -> None:
             store.close()
             env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
             env.update(PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url, PARLEY_LOG_LEVEL="WARNING",
-                       # chat sessions count under the anonymous limit
-                       PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000")
+                       # each visitor's requests count under the anonymous limit, their sessions apart
+                       PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000",
+                       PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")
             server, base = start_serve(root / "data", env)
             try:
                 asyncio.run(run(base, str(website.id), operator, args.pages, args.rounds))

@@ -48,10 +48,30 @@ def parse_target(url: str, *, allow_private: bool) -> Target:
     return Target(url, parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path)
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address that a gateway or the host itself reaches (IPv4-
+# compatible, IPv4-mapped, IPv4-translated, the NAT64 well-known prefix): judged by that IPv4 address.
+IPV4_IN_LAST_32_BITS = tuple(ipaddress.IPv6Network(prefix) for prefix in (
+    "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96"))
+# Prefixes that carry an IPv4 address where this check cannot tell (local-use NAT64 of any prefix length,
+# Teredo): refused whole.
+IPV4_SOMEWHERE = tuple(ipaddress.IPv6Network(prefix) for prefix in ("64:ff9b:1::/48", "2001::/32"))
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to through NAT64, 6to4 or the host's own IPv4 stack."""
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in prefix for prefix in IPV4_IN_LAST_32_BITS):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in prefix for prefix in IPV4_SOMEWHERE):
+            return False
+        ip = embedded_ipv4(ip) or ip
     # is_global excludes loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT,
     # unique-local IPv6 (fd00:ec2::254), unspecified and reserved ranges.
     return ip.is_global and not ip.is_multicast

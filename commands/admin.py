@@ -13,6 +13,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from commands.deciders.api_key import ApiKey, decide_revoke, fold_api_key
+from commands.deciders.operator import check_display_name, check_role, decide_join, fold_operator
 from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import ALL_SCOPES
 from commands.streams import execute, load, name_stream, now
@@ -25,6 +26,7 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # RFC 5321's limit; the read models index e-mails, and PostgreSQL cannot index one of a few thousand
 # characters: the store would take it and every read model would stop at it.
 MAX_EMAIL = 254
+MAX_USER_AGENT = 300  # what a session keeps of its client's User-Agent
 MAX_RATE = 1_000_000_000  # a key's requests per minute; the read model keeps it as a 32-bit integer
 HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _passwords = PasswordHasher()
@@ -50,7 +52,8 @@ def create_org(store: EventStore, name: str) -> Created:
     return Created(org_id, position)
 
 
-def _reserve(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pending:
+def reserve_name(kind: str, value: str, org_id: uuid.UUID, owner: uuid.UUID) -> Pending:
+    """Claims a unique name for `owner` (a second claim of it conflicts in the store)."""
     return Pending(name_stream(kind, value), 1,
                    ev.NameReserved(org_id=org_id, at=now(), kind=kind, value=value, owner_id=owner))
 
@@ -74,7 +77,7 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
     identity_secret = new_identity_secret()
     try:
         position = store.append(
-            _reserve("website", name, org_id, website_id),
+            reserve_name("website", name, org_id, website_id),
             Pending(website_id, 1, ev.WebsiteCreated(org_id=org_id, at=now(), website_id=website_id, name=name,
                                                      brand_color=brand_color, identity_secret=identity_secret)),
         )
@@ -83,19 +86,29 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
     return Created(website_id, position), identity_secret
 
 
-def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str) -> tuple[Created, str]:
-    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+def check_email(email: str) -> str:
+    """The address as stored: trimmed, lower case."""
     email = email.strip().lower()
     if len(email) > MAX_EMAIL or not EMAIL.match(email):
         raise Invalid(f"not an e-mail address of at most {MAX_EMAIL} characters", "email")
+    return email
+
+
+def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: str, role: str = "owner",
+                    display_name: str | None = None) -> tuple[Created, str]:
+    load(store, org_id, ev.OrganizationCreated, org_id, "organization")
+    email = check_email(email)
     if len(password) < 8:
         raise Invalid("the password needs at least 8 characters", "password")
+    created_role = check_role(role)
+    display_name = check_display_name(display_name)
     operator_id = new_id()
     try:
         store.append(
-            _reserve("operator-email", email, org_id, operator_id),
+            reserve_name("operator-email", email, org_id, operator_id),
             Pending(operator_id, 1, ev.OperatorCreated(org_id=org_id, at=now(), operator_id=operator_id, email=email,
-                                                       password_hash=_passwords.hash(password))),
+                                                       password_hash=_passwords.hash(password), role=created_role,
+                                                       display_name=display_name)),
         )
     except StreamConflict:
         raise Conflict("an operator with this e-mail address exists", "email") from None
@@ -103,21 +116,40 @@ def create_operator(store: EventStore, org_id: uuid.UUID, email: str, password: 
     return Created(operator_id, position), token
 
 
-def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
-                token_id: uuid.UUID | None = None, expires_at: datetime | None = None) -> tuple[str, int]:
+def new_token(org_id: uuid.UUID, operator_id: uuid.UUID, token_id: uuid.UUID | None = None,
+              expires_at: datetime | None = None, user_agent: str | None = None) -> tuple[str, Pending]:
+    """An operator access token and the event that issues it, to append with others or alone."""
     token = "pt_" + secrets.token_urlsafe(32)
     token_id = token_id or new_id()
-    position = store.append(Pending(token_id, 1, ev.OperatorTokenIssued(
+    return token, Pending(token_id, 1, ev.OperatorTokenIssued(
         org_id=org_id, at=now(), token_id=token_id, operator_id=operator_id, token_hash=hash_secret(token),
-        expires_at=expires_at)))
-    return token, position
+        expires_at=expires_at, user_agent=user_agent[:MAX_USER_AGENT] if user_agent else None))
 
 
-def password_matches(password_hash: str, password: str) -> bool:
+def issue_token(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID,
+                token_id: uuid.UUID | None = None, expires_at: datetime | None = None,
+                user_agent: str | None = None) -> tuple[str, int]:
+    token, pending = new_token(org_id, operator_id, token_id, expires_at, user_agent)
+    return token, store.append(pending)
+
+
+def hash_password(password: str) -> str:
+    return _passwords.hash(password)
+
+
+# What a sign-in for an address no operator has is checked against: the hash of a random password nobody
+# kept, made with the same parameters as operators' hashes, so that the answer takes as long as for an
+# operator's address and its timing does not tell which addresses are operators'.
+UNKNOWN_OPERATOR_HASH = "$argon2id$v=19$m=65536,t=3,p=4$Iv/T+RTeg0rBrjkuqkM0mw$jB3r9etGzI+oqTwFvhEX64MMBrs9kp3cw3tcwzFtlmo"
+
+
+def password_matches(password_hash: str | None, password: str) -> bool:
+    """Whether `password` is the one hashed; `None` (no such operator) costs the same check and never matches."""
     try:
-        return _passwords.verify(password_hash, password)
+        verified = _passwords.verify(password_hash or UNKNOWN_OPERATOR_HASH, password)
     except (VerificationError, InvalidHashError):
         return False
+    return verified and password_hash is not None
 
 
 def revoke_token(store: EventStore, org_id: uuid.UUID, token_id: uuid.UUID) -> int:
@@ -135,27 +167,15 @@ def operator_by_email(store: EventStore, email: str) -> tuple[uuid.UUID, list]:
     return operator_id, store.load(operator_id)
 
 
-def memberships(history: list) -> set[uuid.UUID]:
-    """The organizations an operator belongs to, from its stream: the one it was created in, and those added."""
-    orgs: set[uuid.UUID] = set()
-    for recorded in history:
-        event = recorded.event
-        if isinstance(event, (ev.OperatorCreated, ev.OperatorOrgAdded)):
-            orgs.add(event.org_id)
-        elif isinstance(event, ev.OperatorOrgRemoved):
-            orgs.discard(event.org_id)
-    return orgs
-
-
-def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
-    """The operator also belongs to `org_id`; it keeps signing in as before (to the organization it was
-    created in), and the MCP consent page offers every organization it belongs to."""
+def add_operator_org(store: EventStore, email: str, org_id: uuid.UUID, role: str = "owner") -> Created:
+    """The operator also belongs to `org_id`, with `role`; it keeps signing in as before (to the organization
+    it was created in), and the MCP consent page offers every organization it belongs to."""
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
-    operator_id, history = operator_by_email(store, email)
-    if org_id in memberships(history):
-        return Created(operator_id, store.org_position(org_id))
-    return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgAdded(
-        org_id=org_id, at=now(), operator_id=operator_id))))
+    joined_role = check_role(role)
+    operator_id, _ = operator_by_email(store, email)
+    appended = execute(store, org_id, lambda: fold_operator(store.load(operator_id)),
+                       lambda operator: decide_join(operator, org_id, joined_role, now()))
+    return Created(operator_id, appended.position)
 
 
 def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Created:
@@ -163,7 +183,7 @@ def remove_operator_org(store: EventStore, email: str, org_id: uuid.UUID) -> Cre
     operator_id, history = operator_by_email(store, email)
     if history[0].event.org_id == org_id:
         raise Invalid("an operator cannot leave the organization it was created in", "org")
-    if org_id not in memberships(history):
+    if org_id not in fold_operator(history).memberships:
         raise NotFound("the operator is not a member of this organization", "org")
     return Created(operator_id, store.append(Pending(operator_id, history[-1].version + 1, ev.OperatorOrgRemoved(
         org_id=org_id, at=now(), operator_id=operator_id))))

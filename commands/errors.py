@@ -34,6 +34,10 @@ class Conflict(CommandError):
     status, title = 409, "Conflict"
 
 
+class Gone(CommandError):
+    status, title = 410, "Gone"
+
+
 class TwoFactorRequired(Unauthorized):
     """The password was right; the operator's second factor is missing or wrong (its problem type ends in
     `/two-factor-required`)."""

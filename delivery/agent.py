@@ -39,9 +39,8 @@ from commands.agent import DEFAULT_FALLBACK, action_stream
 from commands.messages import MAX_CONTENT
 from commands.streams import now
 from commands.addresses import RefusedTarget, parse_target, resolve
-from events.live import LiveFrame, live_subject, publish_live
+from events.live import LiveConnection, LiveFrame, live_subject
 from delivery.webhooks import parse_retry_after
-from events import stream
 from events import types as ev
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
@@ -171,7 +170,7 @@ class Answer:
     async def feed(self, data: str) -> None:
         try:
             raw = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RunFailed(PROTOCOL_ERROR, "an event is not JSON") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             raise RunFailed(PROTOCOL_ERROR, "an event has no type")
@@ -309,11 +308,11 @@ class Worker:
         self.settings = settings
         self.store = store
         self.database_url = database_url
-        self.nats_url = nats_url
-        self.subject = live_subject(settings.nats_stream)
         self.tasks: set[asyncio.Task] = set()
         self.wake = asyncio.Event()
-        self.nc = None
+        # the agent's streamed text and typing; the runs go on without it (their messages reach the visitor
+        # from the store)
+        self.live = LiveConnection(nats_url, live_subject(settings.nats_stream), "agent live frames")
         self.client: httpx.AsyncClient | None = None
         self.pool: AsyncConnectionPool | None = None
 
@@ -330,7 +329,7 @@ class Worker:
             self.client = httpx.AsyncClient(follow_redirects=False, timeout=None, trust_env=False,
                                             limits=httpx.Limits(max_connections=s.agent_concurrency),
                                             headers={"User-Agent": USER_AGENT})
-            live = asyncio.create_task(self._connect_live())
+            live = asyncio.create_task(self.live.run())
             listener = asyncio.create_task(self._listen())
             listener.add_done_callback(lambda _: self.wake.set())
             try:
@@ -356,9 +355,6 @@ class Worker:
                     task.cancel()
                 await asyncio.gather(listener, live, *self.tasks, return_exceptions=True)
                 await self.client.aclose()
-                if self.nc is not None:
-                    await self.nc.close()
-                    self.nc = None
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
@@ -503,8 +499,8 @@ class Worker:
 
     async def _publish(self, run: Claimed, event: str, payload: dict, operators: bool = True) -> None:
         """A live frame for the visitor's (and the operators') open channels; lost when NATS is away."""
-        await publish_live(self.nc, self.subject, LiveFrame(run.org_id, run.customer_id, operators, event,
-                                                             msgspec.Raw(msgspec.json.encode(payload))))
+        await self.live.publish(LiveFrame(run.org_id, run.customer_id, operators, event,
+                                          msgspec.Raw(msgspec.json.encode(payload))))
 
     async def typing(self, run: Claimed, typing: bool) -> None:
         await self._publish(run, "agent.typing", {"conversationId": str(run.conversation_id), "typing": typing})
@@ -582,16 +578,6 @@ class Worker:
             await conn.execute("UPDATE agent_runs SET status = %s, error_class = %s, error = %s, "
                                "next_attempt_at = NULL, updated_at = now() WHERE id = %s",
                                (outcome, error_class, error, run.run_id))
-
-    async def _connect_live(self) -> None:
-        """NATS for the live frames, tried until it answers; the runs go on without it meanwhile (their
-        messages reach the visitor from the store)."""
-        while self.nc is None:
-            try:
-                self.nc = await stream.connect(self.nats_url)
-            except Exception:
-                log.warning("no NATS for the agent's live frames yet; answers arrive as they are stored")
-                await asyncio.sleep(1.0)
 
 
 def check_answer(response: httpx.Response) -> None:

@@ -6,7 +6,8 @@ stream in the event store: each step is `commands.campaigns.send_step`, an appen
 next version, so a step whose result was lost (the worker killed after the commit, PostgreSQL gone
 mid-answer) is found recorded when the stream is loaded again, and a step that raced a cancel is refused
 by the store. That is what makes a send exactly once per recipient across kills; the sender itself keeps
-nothing but a task per campaign. One sender runs at a time across processes (an advisory lock), and it
+nothing but a task per campaign. One sender runs at a time across processes (the `campaign-sender`
+lease, `events.leadership`; a sender replaced while frozen is fenced by the same stream versions), and it
 needs no NATS: the read model it polls and the stream it decides from are both in PostgreSQL.
 """
 
@@ -21,10 +22,11 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.campaigns import Campaign, load_campaign, send_step
+from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.store import EventStore, StreamConflict
 from events.supervision import keep_running
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
-from projections.runner import current_positions, ensure_tables, lock_key
+from projections.runner import current_positions, ensure_tables
 from projections.views.campaigns import PENDING, audience_of
 
 log = logging.getLogger("parley.campaigns")
@@ -36,23 +38,24 @@ CATCH_UP_POLL_SECONDS = 0.02
 
 
 class Sender:
-    def __init__(self, store: EventStore, database_url: str, batch_size: int):
+    def __init__(self, store: EventStore, database_url: str, batch_size: int,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS):
         self.store = store
         self.database_url = database_url
         self.batch_size = batch_size
         self.wake = asyncio.Event()
         self.sending: dict[uuid.UUID, asyncio.Task] = {}
+        self.lease = Lease(database_url, "campaign-sender", lease_seconds)
 
     async def run(self) -> None:
         await keep_running("campaign sender", self._run_once, log)
 
     async def _run_once(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as lock, \
-                AsyncConnectionPool(self.database_url, min_size=1, max_size=2, open=False,
-                                    kwargs={"autocommit": True}) as pool:
-            while not (await (await lock.execute("SELECT pg_try_advisory_lock(%s)",
-                                                 (lock_key("campaign-sender"),))).fetchone())[0]:
-                await asyncio.sleep(MAX_WAIT_SECONDS)
+        await self.lease.lead(self._send_while_leading)
+
+    async def _send_while_leading(self, _: Fence) -> None:
+        async with AsyncConnectionPool(self.database_url, min_size=1, max_size=2, open=False,
+                                       kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, CampaignsProjection())
             listener = asyncio.create_task(self._listen())

@@ -9,8 +9,11 @@ sent, so nothing is lost and nothing is repeated.
 
 Live frames (the AI agent's streamed text, its typing, the actions it offers; the team's typing) are not
 events: a worker, or the API process an operator types in, publishes them on the stream's `live` subject of
-NATS (`publish_live`), each hub pushes them to the channels they are for as they come, without an SSE `id`,
-and nothing replays them.
+NATS (`events.live.LiveConnection`, made again whenever NATS comes back), each hub pushes them to the
+channels they are for as they come, without an SSE `id`, and nothing replays them.
+
+An open stream ends within seconds of its credential's revocation: the hub re-checks the credentials its
+streams hold every `RECHECK_SECONDS`, with one query when no credential was revoked since (see `recheck`).
 
 What a visitor may see is decided here, once, for every push: their own conversations that are not
 operator-only, messages that are not internal notes, and an id-only `MESSAGE_UPDATED_EVENT` after the
@@ -25,7 +28,7 @@ import uuid
 from collections import defaultdict
 from contextlib import aclosing
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import AsyncIterator, Callable, NamedTuple
 
 import msgspec
@@ -33,15 +36,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from events import stream
 from events import types as ev
-from events.live import CHANNEL_BACKLOG, Channel, LiveFrame, live_decoder, live_subject, publish_live
+from events.live import CHANNEL_BACKLOG, Channel, Held, LiveConnection, LiveFrame, live_decoder, live_subject
 from events.store import EventStore, Recorded
 from projections.views.collections import Conversation, new_message
+from projections.views.credentials import credential_generation, standing
 from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
 
 MESSAGE_UPDATED = "MESSAGE_UPDATED_EVENT"
 HEARTBEAT_SECONDS = 15.0
+RECHECK_SECONDS = 2.0  # how long an open stream may outlive its credential's revocation, at most
 REPLAY_BATCH = 500
 CACHED_CONVERSATIONS = 100_000
 KEEPALIVE = b": keepalive\n\n"
@@ -103,8 +108,9 @@ def operator_frame(recorded: Recorded) -> bytes | None:
 
 
 class Hub:
-    def __init__(self, store: EventStore, nats_url: str, stream_name: str):
+    def __init__(self, store: EventStore, pool: AsyncConnectionPool, nats_url: str, stream_name: str):
         self.store = store
+        self.pool = pool
         self.nats_url = nats_url
         self.stream = stream_name
         self.position = 0  # the last position fanned out
@@ -112,36 +118,23 @@ class Hub:
         self.visitors: dict[uuid.UUID, set[Channel]] = defaultdict(set)
         self.visitor_orgs: dict[uuid.UUID, int] = defaultdict(int)
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
+        self.held: dict[Held, Channel | None] = {}  # the credentials open streams hold, with their channels
+        self._recheck_failed = False
         self.closed = False  # set when the server stops serving: no channel may hold it open
         self._moved: asyncio.Future | None = None  # done once the position moves on (see `wait_past`)
-        self._nc = None  # the live frames' NATS connection, while it is open
+        # the live frames workers publish, on a plain NATS subscription made again after every reconnection
+        self.live = LiveConnection(nats_url, live_subject(stream_name), "realtime live frames", received=self._live)
 
     async def start(self) -> list[asyncio.Task]:
         self.position = await asyncio.to_thread(self.store.head)
         return [asyncio.create_task(self.run(), name="realtime-hub"),
                 asyncio.create_task(self._keepalive(), name="realtime-keepalive"),
-                asyncio.create_task(self._live_frames(), name="realtime-live")]
-
-    async def _live_frames(self) -> None:
-        """Follows the live frames workers publish, on a plain NATS subscription that the client renews
-        after every reconnection; while NATS is away they are lost, as live frames may be."""
-        while True:
-            try:
-                nc = await stream.connect(self.nats_url)
-            except Exception:  # NATS is down: the log's events still come from the store meanwhile
-                await asyncio.sleep(1.0)
-                continue
-            try:
-                await nc.subscribe(live_subject(self.stream), cb=self._live)
-                self._nc = nc
-                await asyncio.Future()  # until cancelled: the client reconnects by itself
-            finally:
-                self._nc = None
-                await nc.close()
+                asyncio.create_task(self._rechecks(), name="realtime-credentials"),
+                asyncio.create_task(self.live.run(), name="realtime-live")]
 
     async def publish(self, live: LiveFrame) -> None:
         """A live frame from this process (an operator's typing), for the channels of every process."""
-        await publish_live(self._nc, live_subject(self.stream), live)
+        await self.live.publish(live)
 
     async def _keepalive(self) -> None:
         """A comment on every channel now and then, so proxies keep idle streams open."""
@@ -152,6 +145,56 @@ class Hub:
                     for channel in list(members):
                         channel.queue.put_nowait((0, KEEPALIVE))
 
+    # --- the credentials open streams hold
+
+    def hold(self, held: Held, channel: Channel | None = None) -> None:
+        """The stream holding this credential ends when it is revoked: its channel is closed, and
+        `held.ended` is done (what a stream without a channel waits on beside its work)."""
+        self.held[held] = channel
+
+    def release(self, held: Held) -> None:
+        self.held.pop(held, None)
+
+    async def _rechecks(self) -> None:
+        while True:
+            await asyncio.sleep(RECHECK_SECONDS)
+            try:
+                await self.recheck()
+            except Exception as exc:  # PostgreSQL is away: the streams go on, and are checked once it is back
+                if not self._recheck_failed:
+                    log.warning("could not re-check the credentials of open streams: %s", exc)
+                self._recheck_failed = True
+            else:
+                self._recheck_failed = False
+
+    async def recheck(self) -> None:
+        """Ends the streams whose credential expired or was revoked. One query reads the credential
+        generation, which every revocation moves on in its own transaction; only the credentials last found
+        standing at an older generation are looked up again, in one query per kind."""
+        now = datetime.now(timezone.utc)
+        for held in [held for held in self.held if held.expires_at is not None and held.expires_at <= now]:
+            self.end(held)
+        if not self.held:
+            return
+        async with self.pool.connection() as conn:
+            generation = await credential_generation(conn)
+            stale = [held for held in self.held if held.generation < generation]
+            ids: dict[str, set[uuid.UUID]] = defaultdict(set)
+            for held in stale:
+                ids[held.kind].add(held.credential_id)
+            still = {kind: await standing(conn, kind, of_kind) for kind, of_kind in ids.items()}
+        for held in stale:
+            if held.credential_id in still[held.kind]:
+                held.generation = max(held.generation, generation)
+            elif held in self.held:
+                self.end(held)
+
+    def end(self, held: Held) -> None:
+        channel = self.held.pop(held, None)
+        held.revoke()
+        if channel is not None:
+            self.close(channel)
+
     # --- channels
 
     def open(self, channel: Channel, after: int | None) -> None:
@@ -160,6 +203,8 @@ class Hub:
         if self.closed:
             channel.queue.put_nowait(None)
             return
+        if channel.held is not None:
+            self.hold(channel.held, channel)
         if channel.audience == "operator":
             self.operators[channel.org_id].add(channel)
         else:
@@ -167,6 +212,8 @@ class Hub:
             self.visitor_orgs[channel.org_id] += 1
 
     def close(self, channel: Channel) -> None:
+        if channel.held is not None:
+            self.release(channel.held)
         index = self.operators if channel.audience == "operator" else self.visitors
         key = channel.org_id if channel.audience == "operator" else channel.customer_id
         members = index.get(key)
@@ -231,17 +278,17 @@ class Hub:
         found = await self.visitor_frame(recorded, lambda customer: customer == channel.customer_id)
         return found[1] if found and found[0] == channel.customer_id else None
 
-    async def wait_past(self, position: int, timeout: float) -> None:
+    async def wait_past(self, position: int, timeout: float, held: Held | None = None) -> None:
         """Returns once the hub has seen an event past `position` (the events API's `follow` then reads the
-        store again), once the server stops serving, or after `timeout`."""
-        if self.position > position or self.closed:
+        store again), once the server stops serving, once the `held` credential is revoked, or after
+        `timeout`."""
+        if self.position > position or self.closed or (held is not None and held.revoked):
             return
         if self._moved is None:
             self._moved = asyncio.get_running_loop().create_future()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._moved), timeout)
-        except asyncio.TimeoutError:
-            pass
+        # asyncio.wait leaves the futures as they are, whether it times out or is cancelled
+        await asyncio.wait({self._moved} if held is None else {self._moved, held.ended}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
 
     def _advanced(self) -> None:
         if self._moved is not None:
@@ -429,7 +476,7 @@ class Realtime:
 async def start_realtime(store: EventStore, pool: AsyncConnectionPool, nats_url: str, nats_stream: str,
                          presence_ttl_seconds: float) -> tuple[Realtime, list[asyncio.Task]]:
     """The API process's realtime services, and the tasks that keep them running."""
-    hub = Hub(store, nats_url, nats_stream)
+    hub = Hub(store, pool, nats_url, nats_stream)
     presence = Presence(pool, presence_ttl_seconds)
     tasks = [*await hub.start(), await presence.start()]
     return Realtime(hub, presence), tasks

@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from datetime import datetime
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Awaitable, Callable, Literal
 
 import msgspec
+import nats
+from nats.aio.msg import Msg
 
 from events import stream
+from events.supervision import keep_running
 
 log = logging.getLogger("parley.realtime")
 
@@ -42,23 +46,85 @@ def live_subject(stream_name: str) -> str:
 live_decoder = msgspec.json.Decoder(LiveFrame)
 
 
-async def publish_live(nc, subject: str, live: LiveFrame) -> None:
-    """Publishes a live frame to every API process's hub; ephemeral, so lost while NATS is away."""
-    if nc is None or not nc.is_connected:
-        return
-    try:
-        await nc.publish(subject, msgspec.json.encode(live))
-    except Exception:  # what is stored is what counts; a live frame may be lost
-        log.debug("a live frame was not published", exc_info=True)
+class ConnectionLost(Exception):
+    """The live frames' NATS connection closed (NATS stopped or restarted): it is made again."""
+
+
+class LiveConnection:
+    """The NATS connection live frames travel on, made again whenever it is lost (`stream.connect` does not
+    reconnect by itself): run `run()` as a task. With `received`, it also subscribes to the live subject
+    on every new connection and hands each message to it. Frames published while it is down are lost, as
+    live frames may be."""
+
+    def __init__(self, nats_url: str, subject: str, name: str,
+                 received: Callable[[Msg], Awaitable[None]] | None = None):
+        self.nats_url = nats_url
+        self.subject = subject
+        self.name = name
+        self.received = received
+        self._nc: nats.NATS | None = None  # while it is open
+
+    async def run(self) -> None:
+        await keep_running(self.name, self._run_once, log)
+
+    async def _run_once(self) -> None:
+        lost = asyncio.Event()
+
+        async def closed() -> None:
+            lost.set()
+
+        nc = await stream.connect(self.nats_url, closed_cb=closed)
+        try:
+            if self.received is not None:
+                await nc.subscribe(self.subject, cb=self.received)
+            self._nc = nc
+            await lost.wait()
+            raise ConnectionLost("the NATS connection was lost")
+        finally:
+            self._nc = None
+            await stream.close(nc)
+
+    async def publish(self, live: LiveFrame) -> None:
+        """Publishes a live frame to every API process's hub; ephemeral, so lost while NATS is away."""
+        nc = self._nc
+        if nc is None or not nc.is_connected:
+            return
+        try:
+            await nc.publish(self.subject, msgspec.json.encode(live))
+        except Exception:  # what is stored is what counts; a live frame may be lost
+            log.debug("a live frame was not published", exc_info=True)
+
+
+@dataclass(eq=False)
+class Held:
+    """The credential an open stream was opened with (its kind and id, as `Principal.credential_id`), the
+    credential generation it was last found standing at and when it ends by itself, if it does; `ended` is
+    done once it was found revoked or expired."""
+
+    kind: str
+    credential_id: uuid.UUID
+    generation: int
+    expires_at: datetime | None = None
+    ended: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    @property
+    def revoked(self) -> bool:
+        return self.ended.done()
+
+    def revoke(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
 
 
 @dataclass(eq=False)
 class Channel:
-    """One open stream: who it is for, and the frames waiting to be written to it."""
+    """One open stream: who it is for, the credential it holds (it ends with it), and the frames waiting
+    to be written to it."""
 
     audience: Literal["operator", "visitor"]
     org_id: uuid.UUID
     customer_id: uuid.UUID | None = None
+    held: Held | None = None
     last_sent: int = 0
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
 

@@ -25,6 +25,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
+from events import origin
 from events.types import EVENT_TYPES, Event
 
 EVENTS_TABLE = "parley_events"
@@ -350,6 +351,8 @@ class EventStore:
     def _request(pending: Sequence[Pending], credential_generation: int | None = None) -> _Append:
         org_ids = {p.event.org_id for p in pending}
         assert len(org_ids) == 1, "one append belongs to one organization"
+        if origin.current() is not None:
+            pending = [p._replace(event=event) for p, event in zip(pending, origin.stamped([p.event for p in pending]))]
         return _Append(pending, org_ids.pop(), credential_generation)
 
     # --- synchronous

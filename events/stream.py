@@ -4,7 +4,8 @@ The relay publishes the log in order with `Nats-Msg-Id` set to the position, so 
 and publish only re-publishes (JetStream drops the duplicate). Each message also names the position
 published before it, so a consumer can tell a gap (a wiped or trimmed stream, a lost publish) from a
 normal jump, and catches up from the store.
-Only one relay runs at a time across all processes: it holds a PostgreSQL advisory lock.
+Only one relay runs at a time across all processes: it holds the `relay` lease (`events.leadership`), and
+checks it before each publish, so a relay that wakes from a freeze after another took over publishes nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from nats.js.errors import NotFoundError
 
 from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
                           decode_event)
+from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.supervision import keep_running
 
 log = logging.getLogger("parley.relay")
@@ -35,7 +37,6 @@ DEFAULT_STREAM = "PARLEY_EVENTS"
 POSITION = "Nats-Msg-Id"  # the event's position: the id JetStream deduplicates on is the position itself
 PREVIOUS = "Parley-Previous-Position"
 STREAM_ID = "Parley-Stream"
-RELAY_LOCK = 0x7061726C6579  # "parley"
 BATCH = 500
 # The relay lets events gather in proportion to the load: after a batch of n events it reads the next at
 # most PACE_SECONDS * min(1, n / PACE_FILL) after the last read. Under load (PACE_FILL events or more a
@@ -65,10 +66,18 @@ async def _quiet(_: Exception) -> None:
 
 
 async def connect(url: str, **callbacks) -> nats.NATS:
-    """A connection that fails rather than retries: with NATS down, `connect` raises at once (nats-py
-    would otherwise retry forever inside it) and a lost connection closes for good. Its users fall back
-    on the event store meanwhile and connect again later (see `Tail`), or restart (the relay)."""
-    return await nats.connect(url, allow_reconnect=False, connect_timeout=CONNECT_SECONDS, name="parley",
+    """A connection that fails rather than retries: with NATS down, `connect` raises at once (refused) or
+    within two CONNECT_SECONDS (no answer), and a lost connection closes for good. Its users fall back on
+    the event store meanwhile and connect again later (see `Tail`), or restart (the relay).
+
+    `allow_reconnect=False` alone does not do it: nats-py still tries each server again inside `connect`,
+    `reconnect_time_wait` (2 s) apart, until it has failed `max_reconnect_attempts` times (60 by default,
+    0 or less meaning forever). One retry, at once, is the least it allows.
+
+    `url` may name several servers of a cluster, comma-separated: the connection is made to any of them."""
+    servers = [server.strip() for server in url.split(",") if server.strip()]
+    return await nats.connect(servers, allow_reconnect=False, connect_timeout=CONNECT_SECONDS,
+                              max_reconnect_attempts=1, reconnect_time_wait=0, name="parley",
                               error_cb=_quiet, **callbacks)
 
 
@@ -76,18 +85,36 @@ def subject_of(stream: str) -> str:
     return f"parley.{stream.lower()}"
 
 
-async def ensure_stream(js: JetStreamContext, stream: str, max_messages: int | None = None) -> None:
-    """Creates the stream when it is missing. The relay, which owns it, passes its limit, which is then also
-    set on a stream made before (consumers only make sure it exists, so they never undo the relay's)."""
+async def ensure_stream(js: JetStreamContext, stream: str, max_messages: int | None = None,
+                        replicas: int | None = None) -> list[str]:
+    """Creates the stream when it is missing. The relay, which owns it, passes its limit and replicas, which
+    are then also set on a stream made before (consumers only make sure it exists, so they never undo the
+    relay's). An update never weakens the stream: more replicas than asked for, or file storage, are kept,
+    and the mismatches are returned (and logged)."""
     config = StreamConfig(name=stream, subjects=[subject_of(stream)], storage=StorageType.FILE,
-                          max_msgs=max_messages or STREAM_MAX_MESSAGES, discard=DiscardPolicy.OLD)
+                          max_msgs=max_messages or STREAM_MAX_MESSAGES, discard=DiscardPolicy.OLD,
+                          num_replicas=replicas or 1)
     try:
         info = await js.stream_info(stream)
     except NotFoundError:
         await js.add_stream(config)
-        return
-    if max_messages is not None and info.config.max_msgs != max_messages:
+        return []
+    if max_messages is None:
+        return []
+    existing, mismatches = info.config, []
+    if (existing.num_replicas or 1) > config.num_replicas:
+        mismatches.append(f"the stream {stream} has {existing.num_replicas} replicas, more than the "
+                          f"{config.num_replicas} asked for: kept")
+        config.num_replicas = existing.num_replicas
+    if existing.storage != config.storage:
+        mismatches.append(f"the stream {stream} is stored in {existing.storage}, not in {config.storage}: kept "
+                          "(a stream's storage cannot change)")
+        config.storage = existing.storage
+    for mismatch in mismatches:
+        log.warning("%s", mismatch)
+    if existing.max_msgs != config.max_msgs or (existing.num_replicas or 1) != config.num_replicas:
         await js.update_stream(config)
+    return mismatches
 
 
 def position_of(msg: Msg) -> int:
@@ -159,24 +186,31 @@ def message_headers(position: int, stream_id: uuid.UUID, previous: int) -> dict[
 
 class Relay:
     def __init__(self, database_url: str, nats_url: str, stream: str = DEFAULT_STREAM,
-                 max_messages: int = STREAM_MAX_MESSAGES):
+                 max_messages: int = STREAM_MAX_MESSAGES, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+                 replicas: int = 1):
         self.database_url = database_url
         self.nats_url = nats_url
         self.stream = stream
         self.max_messages = max_messages
+        self.replicas = replicas
+        self.lease = Lease(database_url, "relay", lease_seconds)
 
     async def run(self) -> None:
         await keep_running("relay", self._run_once, log)
 
     async def _run_once(self) -> None:
+        await self.lease.lead(self._relay)
+
+    async def _relay(self, fence: Fence) -> None:
+        """Publishes the log while it leads. A batch read before a freeze and published after a takeover
+        could only repeat positions the stream holds: `fence.check` refuses it before it leaves, and were
+        it to slip through, JetStream drops a repeated `Nats-Msg-Id` and consumers skip a passed position."""
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (RELAY_LOCK,))).fetchone())[0]:
-                await asyncio.sleep(1.0)
             await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
             nc = await connect(self.nats_url)
             try:
                 js = nc.jetstream()
-                await ensure_stream(js, self.stream, self.max_messages)
+                await ensure_stream(js, self.stream, self.max_messages, self.replicas)
                 published = await last_published(js, self.stream)
                 loop = asyncio.get_running_loop()
                 read_at, batch, listening = 0.0, [], None  # whether appends notify: unknown at first
@@ -192,12 +226,13 @@ class Relay:
                         await conn.execute(f"UPDATE {RELAY_LISTENING} SET listening = false")
                         listening = False
                     if batch:
+                        fence.check()
                         published = await self._publish(nc, js, batch, published)
                     if listening and len(batch) < BATCH:
                         async for _ in conn.notifies(timeout=IDLE_READ_SECONDS, stop_after=1):
                             pass
             finally:
-                await _close(nc)
+                await close(nc)
 
     @staticmethod
     async def _listen(conn: psycopg.AsyncConnection, published: int) -> list[tuple[int, uuid.UUID, bytes]]:
@@ -361,7 +396,7 @@ class Tail:
                 async for batch in self._batches_of(items, nc):
                     yield batch
         finally:
-            await _close(nc)
+            await close(nc)
 
     async def _store_is_ahead(self) -> bool:
         return bool(await asyncio.to_thread(self.store.read, self.position, 1))
@@ -418,7 +453,7 @@ async def _unless_closed(work: Awaitable[T], closed: asyncio.Event) -> T:
     return task.result()
 
 
-async def _close(nc: nats.NATS) -> None:
+async def close(nc: nats.NATS) -> None:
     try:
         await asyncio.wait_for(nc.close(), CONNECT_SECONDS)
     except Exception:  # noqa: BLE001 - closing a connection that is already gone

@@ -17,9 +17,24 @@ from typing import Any, Callable, TypeVar
 import msgspec
 
 
+class Origin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Who appended an event and from where, for the audit log: the staff credential of the request
+    (`operator`, `apikey`, `mcp` for an MCP client acting for operator `id`, `cli` for the CLI's login token
+    or `parley admin`, where `id` is None), by the credential's owner `id` and the client's `address`.
+    The store stamps it (events/origin.py); never public."""
+
+    kind: str
+    id: uuid.UUID | None = None
+    credential_id: uuid.UUID | None = None
+    address: str | None = None
+
+
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=lambda name: name):
     org_id: uuid.UUID
     at: datetime
+    # Unset (and so not encoded at all) for what no staff credential appended: a visitor, a worker, the
+    # events recorded before origins were kept.
+    origin: Origin | msgspec.UnsetType = msgspec.UNSET
 
 
 PUBLIC: dict[type[Event], tuple[str, ...]] = {}
@@ -84,11 +99,16 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str
 
 
-@public("operator_id", "email")  # never the password hash
+@public("operator_id", "email", "role", "display_name")  # never the password hash
 class OperatorCreated(Event, frozen=True):
+    """The operator, a member of `org_id` with `role` (events recorded before roles existed read as owners:
+    every operator could do everything then)."""
+
     operator_id: uuid.UUID
     email: str
     password_hash: str
+    role: str = "owner"  # owner, admin or agent (commands/principal.py `Role`)
+    display_name: str | None = None
 
 
 @public("token_id", "operator_id")  # never the token's hash
@@ -97,6 +117,7 @@ class OperatorTokenIssued(Event, frozen=True):
     operator_id: uuid.UUID
     token_hash: str
     expires_at: datetime | None = None  # a `parley login` token's end; the others live until revoked
+    user_agent: str | None = None  # the signing-in client's User-Agent, to tell sessions apart (never public)
 
 
 @public("token_id")
@@ -104,15 +125,18 @@ class OperatorTokenRevoked(Event, frozen=True):
     token_id: uuid.UUID
 
 
-@public("operator_id")  # the organization joined is the event's own org_id
+@public("operator_id", "role")  # the organization joined is the event's own org_id
 class OperatorOrgAdded(Event, frozen=True):
-    """The operator also belongs to `org_id` (beside the organization it was created in)."""
+    """The operator also belongs to `org_id` (beside the organization it was created in), with `role`."""
 
     operator_id: uuid.UUID
+    role: str = "owner"
 
 
 @public("operator_id")
 class OperatorOrgRemoved(Event, frozen=True):
+    """The operator no longer belongs to `org_id`: its sessions there end; what it did stays."""
+
     operator_id: uuid.UUID
 
 
@@ -121,6 +145,37 @@ class OperatorSessionsRevoked(Event, frozen=True):
     """Every session of the operator issued before `at` ends: its access tokens and its MCP connections."""
 
     operator_id: uuid.UUID
+
+
+@public("operator_id", "role")
+class OperatorRoleChanged(Event, frozen=True):
+    """The operator's role in `org_id` is now `role`."""
+
+    operator_id: uuid.UUID
+    role: str
+
+
+@public("operator_id")
+class OperatorDisabled(Event, frozen=True):
+    """The operator's membership of `org_id` is suspended: its sessions there end and it cannot sign in to
+    it; what it did stays."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id")
+class OperatorEnabled(Event, frozen=True):
+    """A disabled membership of `org_id` is active again (the operator signs in anew)."""
+
+    operator_id: uuid.UUID
+
+
+@public("operator_id", "display_name")
+class OperatorProfileChanged(Event, frozen=True):
+    """The name the operator is shown by to visitors and to the team (never the e-mail address)."""
+
+    operator_id: uuid.UUID
+    display_name: str | None
 
 
 @public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
@@ -532,6 +587,71 @@ class CampaignCancelled(Event, frozen=True):
     campaign_id: uuid.UUID
 
 
+@public("issuer", "client_id", "allowed_domains", "default_role", "button_label", "enabled")  # never the client secret
+class SsoConfigured(Event, frozen=True):
+    """The organization's single sign-on with an OpenID Connect provider, as a whole (the client secret kept
+    from the previous settings when a change does not give one). Kept in the clear, like the agent's
+    secret: the token exchange sends it on every sign-in."""
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    allowed_domains: list[str]  # e-mail domains whose verified addresses may sign in, lower case
+    default_role: str  # the role of an operator the sign-in creates or adds to the organization
+    button_label: str  # "Sign in with <button_label>"
+    enabled: bool
+# Invitations and password resets: single-use links whose token is kept only as a hash, in the private
+# `NameReserved` that maps it to its stream; the events themselves hold no token.
+@public("invitation_id", "email", "role", "expires_at", "invited_by")
+class OperatorInvited(Event, frozen=True):
+    """An admin or owner of `org_id` invited `email` to join it with `role`, until `expires_at`."""
+
+    invitation_id: uuid.UUID
+    email: str
+    role: str
+    expires_at: datetime
+    invited_by: uuid.UUID
+
+
+@public("invitation_id", "operator_id")
+class InvitationAccepted(Event, frozen=True):
+    """The invitee set a password (or gave its own, already an operator elsewhere) and joined as `operator_id`."""
+
+    invitation_id: uuid.UUID
+    operator_id: uuid.UUID
+
+
+@public("invitation_id")
+class InvitationRevoked(Event, frozen=True):
+    invitation_id: uuid.UUID
+
+
+@public("operator_id")  # never the hash
+class OperatorPasswordChanged(Event, frozen=True):
+    """The operator's password is now the one `password_hash` checks; every session of the operator issued
+    before `at` ends but `kept_token_id` (the one that changed it, if any)."""
+
+    operator_id: uuid.UUID
+    password_hash: str
+    kept_token_id: uuid.UUID | None = None
+
+
+@public("reset_id", "operator_id", "expires_at")
+class PasswordResetIssued(Event, frozen=True):
+    """A link that sets the operator's password once, until `expires_at`; `issued_by` the admin who made it."""
+
+    reset_id: uuid.UUID
+    operator_id: uuid.UUID
+    expires_at: datetime
+    issued_by: uuid.UUID | None = None
+
+
+@public("reset_id", "operator_id")
+class PasswordResetUsed(Event, frozen=True):
+    reset_id: uuid.UUID
+    operator_id: uuid.UUID
+
+
 # Two-factor sign-in (TOTP, RFC 6238). The secret and the recovery codes' hashes never leave: they are
 # left out of each allow-list, so of the events API, the exports and MCP they show only that it happened.
 @public("operator_id")  # never the secret
@@ -594,6 +714,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorOrgAdded,
     OperatorOrgRemoved,
     OperatorSessionsRevoked,
+    OperatorRoleChanged,
+    OperatorDisabled,
+    OperatorEnabled,
+    OperatorProfileChanged,
     ApiKeyCreated,
     ApiKeyRevoked,
     CustomerCreated,
@@ -634,6 +758,13 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     AgentActionOffered,
     AgentActionResult,
     AgentRunEnded,
+    SsoConfigured,
+    OperatorInvited,
+    InvitationAccepted,
+    InvitationRevoked,
+    OperatorPasswordChanged,
+    PasswordResetIssued,
+    PasswordResetUsed,
     OperatorTotpEnrolled,
     OperatorTotpConfirmed,
     OperatorTotpRemoved,

@@ -73,7 +73,7 @@ def _calls_write_tool(body: bytes) -> str | None:
     """The write tool a JSON-RPC body calls, if any (a batch counts if any of its calls does)."""
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for it: the SDK answers it
         return None
     for message in payload if isinstance(payload, list) else [payload]:
         if isinstance(message, dict) and message.get("method") == "tools/call":
@@ -229,7 +229,7 @@ def _routes(services, server: ParleyAuthorizationServer, mcp, keys: SigningKeys)
     resource = ProtectedResourceMetadata.model_validate({
         "resource": endpoints.resource, "authorization_servers": [endpoints.issuer], "scopes_supported": SCOPES,
         "resource_name": "Parley", "bearer_methods_supported": ["header"]})
-    consent = ConsentPage(server, services.store)
+    consent = ConsentPage(server, services.settings.signin_failures_per_account, services.store)
     authorization = AuthorizationHandler(server)
 
     async def authorize(request):

@@ -19,13 +19,13 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from commands.admin import password_matches
 from commands.two_factor import check_second_factor
 from events.store import EventStore
 from mcp_server.cli_tokens import API_TOKEN_SECONDS
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
-from projections.views.operators import operator_by_email, organizations_of
+from projections.views.operators import organizations_of
+from projections.views.sign_in import TooManyFailures, attempt_sign_in
 from projections.views.two_factor import must_enrol
 from mcp.server.auth.provider import AuthorizeError
 
@@ -80,9 +80,10 @@ def _hidden(request_id: str, csrf: str, step: str) -> str:
 
 
 class ConsentPage:
-    def __init__(self, server: ParleyAuthorizationServer, store: EventStore):
+    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int, store: EventStore):
         self.server = server
         self.pool = server.pool
+        self.failures_allowed = failures_allowed  # per e-mail address (projections/views/sign_in.py)
         self.store = store  # the two-factor check records the code it let pass
 
     async def _request(self, request_id: str) -> tuple | None:
@@ -197,9 +198,14 @@ class ConsentPage:
 
     async def _signed_in(self, request_id: str, client_name: str, params: dict, email: str,
                          password: str) -> Response:
-        async with self.pool.connection() as conn:
-            found = await operator_by_email(conn, email)
-        if found is None or not await asyncio.to_thread(password_matches, found.password_hash, password):
+        try:
+            found = await attempt_sign_in(self.pool, email, password, self.failures_allowed)
+        except TooManyFailures as refused:
+            csrf = await self._new_csrf(request_id, None)
+            page = self._sign_in(request_id, csrf, client_name, params, f"Sign-in paused: {refused}.", 429)
+            page.headers["Retry-After"] = str(refused.retry_after)
+            return page
+        if found is None:
             csrf = await self._new_csrf(request_id, None)
             return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
                                  401)

@@ -32,7 +32,8 @@ from starlette.requests import Request
 
 from mcp_server.keys import ACCESS_TOKEN_SECONDS, ALGORITHM, SigningKeys
 from events.ids import new_id, parse_id
-from projections.views.operators import still_admitted
+from commands.principal import Role
+from projections.views.operators import admitted_role
 
 READ, WRITE = "parley:read", "parley:write"
 SCOPES = [READ, WRITE]
@@ -75,13 +76,16 @@ WHERE g.id = %(grant)s AND g.operator_id = %(operator)s AND g.org_id = %(org)s A
 """
 
 
-async def grant_stands(conn, grant: uuid.UUID | str, operator: uuid.UUID | str, org: uuid.UUID | str) -> int | None:
-    """The organization's latest write position while the grant stands: it is not revoked, the operator
-    still belongs to its organization and no revocation of the operator's sessions came after it; else None."""
+async def grant_stands(conn, grant: uuid.UUID | str, operator: uuid.UUID | str,
+                       org: uuid.UUID | str) -> tuple[int, Role] | None:
+    """The organization's latest write position and the operator's role there while the grant stands: it is
+    not revoked, the operator is still an active member of its organization and no revocation of the
+    operator's sessions came after it; else None."""
     row = await (await conn.execute(UNREVOKED_GRANT, {"grant": grant, "operator": operator, "org": org})).fetchone()
-    if row is None or not await still_admitted(conn, row[0], row[1], since=row[2]):
+    role = row and await admitted_role(conn, row[0], row[1], since=row[2])
+    if not role:
         return None
-    return row[3] or 0
+    return row[3] or 0, role
 
 
 def digest(secret: str) -> str:
@@ -171,6 +175,7 @@ class ParleyAccessToken(AccessToken):
     grant_id: str
     org_id: str
     position: int = 0  # the organization's latest write position when the token was checked
+    role: Role | None = None  # the operator's role in the organization then
 
 
 @dataclass
@@ -388,13 +393,14 @@ class ParleyAuthorizationServer:
         if claims.get("product") != PRODUCT or None in (grant, operator, org):
             return None
         async with self.pool.connection() as conn:
-            position = await grant_stands(conn, grant, operator, org)
-        if position is None:
+            stands = await grant_stands(conn, grant, operator, org)
+        if stands is None:
             return None
+        position, role = stands
         return ParleyAccessToken(token=token, client_id=str(claims.get("client_id")),
                                  scopes=str(claims.get("scope", "")).split(), expires_at=int(claims["exp"]),
                                  resource=self.endpoints.resource, subject=str(operator), claims=claims,
-                                 grant_id=str(grant), org_id=str(org), position=position)
+                                 grant_id=str(grant), org_id=str(org), position=position, role=role)
 
     async def verify_token(self, token: str) -> ParleyAccessToken | None:
         return await self.load_access_token(token)

@@ -32,6 +32,7 @@ from commands.errors import CommandError, NotFound
 from commands.messages import MAX_CONTENT, MessageCreate, conversation_created_async, create_message
 from commands.campaigns import STATUSES
 from commands.principal import ALL_SCOPES, Principal
+from events import origin
 from mcp_server.shapes import (ActivityView, Audience, Campaign, CampaignInspection, CampaignList, CampaignStats,
                                ConversationItem, ConversationPage, ConversationStates, DayActivity, HelpDocument,
                                HelpDocumentMatch, HelpDocumentMatches, InboxRow, InboxView, Overview, OverviewTile,
@@ -73,8 +74,10 @@ def principal() -> tuple[Principal, int]:
     access = get_access_token()
     if access is None:  # the gate lets no request through without one
         raise ToolError("not authenticated")
-    return Principal("operator", uuid.UUID(access.org_id), uuid.UUID(access.grant_id), ALL_SCOPES,
-                     operator_id=uuid.UUID(access.subject)), access.position
+    who = Principal("operator", uuid.UUID(access.org_id), uuid.UUID(access.grant_id), ALL_SCOPES,
+                    operator_id=uuid.UUID(access.subject), role=access.role)
+    origin.acting(who.origin(None, via="mcp"))  # the client's address is not known here
+    return who, access.position
 
 
 def refusals(tool):

@@ -21,9 +21,12 @@ import psycopg
 import uvicorn
 import uvloop
 
-from commands import admin, agent
+from commands import admin, agent, team
+from commands.deciders.operator import ROLES
 from commands.errors import CommandError
+from events import origin
 from events.store import EventStore
+from events.types import Origin
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
@@ -31,6 +34,7 @@ from events.ids import parse_id
 from parley.runtime import Infrastructure, Runtime, prepare_loop
 from parley.settings import Settings, load_settings
 from parley.workers_process import WorkersProcess
+from projections.views.operators import member_ids
 from projections.runner import SchemaRefused, catch_up_if_idle, current_position, rebuild, rebuild_as_of
 from projections.search import IndexBusy
 
@@ -102,6 +106,9 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            if runtime.services.setup_code:
+                print(f"No operator yet: create the first owner at {base_url}/app/ (on another machine, "
+                      f"with the setup code {runtime.services.setup_code})", flush=True)
             await asyncio.wait([serving, *ending], return_when=asyncio.FIRST_COMPLETED)
             _stop_by_deadline(infra, workers_process)
             for callback in runtime.on_stop_serving:
@@ -139,16 +146,16 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
     return settings
 
 
-async def _make_usable(infra: Infrastructure, store: EventStore, position: int, timeout: float = 30.0) -> None:
+async def _make_usable(store: EventStore, position: int, timeout: float = 30.0) -> None:
     """Returns once the core read model holds `position`: by catching it up here when no worker runs,
     or by waiting for the worker that does."""
     from projections.core import CoreProjection
 
     projection = CoreProjection()
-    if await catch_up_if_idle(infra.database_url, projection, store):
+    if await catch_up_if_idle(store.database_url, projection, store):
         return
     deadline = time.monotonic() + timeout
-    async with await psycopg.AsyncConnection.connect(infra.database_url, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(store.database_url, autocommit=True) as conn:
         while await current_position(conn, projection.name) < position:
             if time.monotonic() > deadline:
                 raise SystemExit("the running server did not apply the change in time")
@@ -171,10 +178,23 @@ def _store_session(settings: Settings) -> Iterator[tuple[Infrastructure, EventSt
         infra.stop()
 
 
+def _role_in(store: EventStore, org_id, role: str | None) -> str:
+    """The role given, else the organization's default one: owner for its first operator, agent after."""
+    if role is not None:
+        return role
+
+    async def members() -> list:
+        await _make_usable(store, store.org_position(org_id))
+        async with await psycopg.AsyncConnection.connect(store.database_url, autocommit=True) as conn:
+            return await member_ids(conn, org_id)
+    return team.load_team(store, org_id, asyncio.run(members())).default_role()
+
+
 def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict, int]]) -> None:
+    origin.acting(Origin("cli"))  # the server's shell: whoever has it, from the machine itself
     with _store_session(_settings(args)) as (infra, store):
         result, position = command(store)
-        asyncio.run(_make_usable(infra, store, position))
+        asyncio.run(_make_usable(store, position))
     print(json.dumps(result))
 
 
@@ -224,15 +244,19 @@ def cmd_admin(args: argparse.Namespace) -> None:
         org = _required_id(args.org, "--org")
 
         def run(store):
-            created, token = admin.create_operator(store, org, args.email, args.password)
-            return {"id": str(created.id), "token": token}, created.position
+            role = _role_in(store, org, args.role)
+            created, token = admin.create_operator(store, org, args.email, args.password, role, args.display_name)
+            return {"id": str(created.id), "token": token, "role": role}, created.position
     elif target in (("operator", "add-org"), ("operator", "remove-org")):
         org = _required_id(args.org, "--org")
-        change = admin.add_operator_org if args.action == "add-org" else admin.remove_operator_org
 
         def run(store):
-            created = change(store, args.email, org)
-            return {"id": str(created.id), "org": str(org), "member": args.action == "add-org"}, created.position
+            if args.action == "remove-org":
+                created = admin.remove_operator_org(store, args.email, org)
+                return {"id": str(created.id), "org": str(org), "member": False}, created.position
+            role = _role_in(store, org, args.role)
+            created = admin.add_operator_org(store, args.email, org, role)
+            return {"id": str(created.id), "org": str(org), "member": True, "role": role}, created.position
     elif target == ("operator", "revoke-sessions"):
         def run(store):
             created = admin.revoke_operator_sessions(store, args.email)
@@ -407,12 +431,17 @@ def parser() -> argparse.ArgumentParser:
     operator.add_argument("--org", required=True)
     operator.add_argument("--email", required=True)
     operator.add_argument("--password", required=True)
+    operator.add_argument("--display-name", help="the name visitors and the team see")
+    role_help = "owner, admin or agent (default: owner for the organization's first operator, agent after)"
+    operator.add_argument("--role", choices=ROLES, help=role_help)
     for action, what in (("add-org", "the operator also belongs to the organization"),
                          ("remove-org", "ends a membership added with add-org")):
         membership = with_data_dir(command(operator_actions, action, what,
                                            f"parley admin operator {action} --email me@acme.io --org ORG_ID"))
         membership.add_argument("--email", required=True)
         membership.add_argument("--org", required=True)
+        if action == "add-org":
+            membership.add_argument("--role", choices=ROLES, help=role_help)
     with_data_dir(command(operator_actions, "revoke-sessions",
                           "ends every session of the operator, MCP connections included",
                           "parley admin operator revoke-sessions --email me@acme.io")

@@ -174,6 +174,16 @@ def cmd_events_tail(args: argparse.Namespace) -> None:
         print(f"{event.get('position')}  {event.get('at', '')}  {event.get('type')}", flush=True)
 
 
+def cmd_operators_invite(args: argparse.Namespace) -> None:
+    """Prints the invitation's link to hand over (it is shown once)."""
+    link = _api(args).call("POST", "/api/operators/invitations", json={"email": args.email, "role": args.role})
+    if args.json:
+        print_json(link)
+    else:
+        print(link["url"])
+        print(f"Single use, until {link['expiresAt']}: hand it to {args.email}.", file=sys.stderr)
+
+
 def cmd_login(args: argparse.Namespace) -> None:
     signin.login(args.url, args.profile, not args.no_browser, args.json)
 
@@ -252,6 +262,13 @@ def add_commands(commands, events, docs) -> None:
     deliveries.add_argument("id")
     deliveries.add_argument("--status")
     deliveries.add_argument("--limit", type=int)
+    operators = commands.add_parser("operators", help="the organization's operators").add_subparsers(
+        dest="action", required=True)
+    invite = _command(operators, "invite", cmd_operators_invite, "invite an operator: prints the link to hand over",
+                      "parley operators invite bo@example.com --role agent")
+    invite.add_argument("email")
+    invite.add_argument("--role", choices=["agent", "admin", "owner"], default="agent",
+                        help="the role in the organization (default: %(default)s; owner: owners only)")
     tail = _command(events, "tail", cmd_events_tail, "follow the organization's events as they commit",
                     "parley events tail --types MessageCreated")
     tail.add_argument("--after", help="start after this position instead of now")

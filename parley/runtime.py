@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
 from parley.settings import Settings, narrowed
+from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.agent import AgentProjection
@@ -36,6 +38,7 @@ from projections.search import SearchConfig, SearchProjection
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
+from projections.sso import SsoProjection
 
 log = logging.getLogger("parley")
 
@@ -62,16 +65,25 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
+    "audit": lambda settings: AuditProjection(),
+    "sso": lambda settings: SsoProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
 # others; every other read model shares one stream consumer and one transaction per batch.
 RUNS_ALONE = ("search",)
+# Each API process's embedded index (Qdrant Edge) is its own; only the one holding the search read model
+# fills it. Another API process (PARLEY_QDRANT_URL unset) would search an empty or stale index: it says so.
+EMBEDDED_INDEX_ELSEWHERE = (
+    "search is unavailable in this API process: without PARLEY_QDRANT_URL each API process has its own embedded "
+    "index, and another API process keeps the only one that is filled; set PARLEY_QDRANT_URL to share a Qdrant "
+    "server between API processes, or run one API process")
 # Background consumers that are not read models (deliveries): name -> the worker built with what it
 # needs; each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings)),
-    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size),
+    "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
+                                  r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings)),
 }
 
@@ -206,7 +218,9 @@ class Runtime:
 
     async def start_workers(self) -> None:
         self.tasks.append(asyncio.create_task(
-            Relay(self.database_url, self.nats_url, self.settings.nats_stream).run(), name="relay"))
+            Relay(self.database_url, self.nats_url, self.settings.nats_stream,
+                  lease_seconds=self.settings.leader_lease_seconds,
+                  replicas=self.settings.nats_replicas).run(), name="relay"))
         shared = [projection for name, projection in self.projections.items() if name not in RUNS_ALONE]
         self._run_projections(shared)
         for name in RUNS_ALONE:
@@ -215,16 +229,18 @@ class Runtime:
         for name, build in WORKERS.items():
             self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
 
-    def _run_projections(self, group: list[Projection], on_reached=None) -> None:
+    def _run_projections(self, group: list[Projection], on_reached=None) -> ProjectionRunner:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,
-                                  on_reached)
+                                  on_reached, self.settings.leader_lease_seconds)
         self.tasks.append(asyncio.create_task(runner.run(), name=f"projections:{runner.name}"))
+        return runner
 
     async def create_app(self):
         from delivery.realtime import start_realtime
         from readapi.app import create_app
         from readapi.consistency import PositionWatch
         from projections.views.cursors import cursor_key
+        from projections.views.operators import any_operator
         from mcp_server.service import McpService
         from readapi.services import ApiSettings, Services
 
@@ -242,10 +258,14 @@ class Runtime:
                                                self.settings.presence_ttl_seconds)
         self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,
                                  realtime.presence)
+        async with self.pool.connection() as conn:
+            if not await any_operator(conn):
+                self.services.setup_code = secrets.token_urlsafe(12)
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
         if self.search_with_api:
-            self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
+            search = self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
+            self.services.search_unavailable = lambda: EMBEDDED_INDEX_ELSEWHERE if search.standby else None
         return create_app(self.services, McpService(self.services))
 
     async def stop(self) -> None:

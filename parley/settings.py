@@ -30,11 +30,15 @@ class Settings(msgspec.Struct, kw_only=True):
     keep_alive_seconds: Annotated[float, msgspec.Meta(gt=0)] = 75.0
     db_pool_size: int = 10
     nats_stream: str = "PARLEY_EVENTS"
+    nats_replicas: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+    leader_lease_seconds: Annotated[float, msgspec.Meta(ge=2)] = 10.0
     presence_ttl_seconds: float = 30.0
     rate_apikey_per_minute: PerMinute = 600
     rate_operator_per_minute: PerMinute = 1200
     rate_anonymous_per_minute: PerMinute = 60
     rate_signin_per_minute: PerMinute = 30
+    rate_chat_sessions_per_minute: PerMinute = 20
+    signin_failures_per_account: Annotated[int, msgspec.Meta(ge=1)] = 5
     trusted_proxies: str = ""
     sandbox_job_seconds: Annotated[float, msgspec.Meta(ge=0)] = 2.0
     webhook_allow_private: bool = False
@@ -59,7 +63,8 @@ class Settings(msgspec.Struct, kw_only=True):
 # variable -> (setting, meaning), documented in the README from this table
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_DATABASE_URL": ("database_url", "PostgreSQL URL; unset starts the embedded PostgreSQL"),
-    "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled); unset starts the embedded nats-server"),
+    "PARLEY_NATS_URL": ("nats_url", "NATS URL (JetStream enabled), or several servers of a cluster, "
+                        "comma-separated; unset starts the embedded nats-server"),
     "PARLEY_QDRANT_URL": ("qdrant_url", "Qdrant server URL; unset uses Qdrant Edge (the Qdrant engine in-process) "
                           "under the data directory, which only one process can open: the API process then also "
                           "keeps the search index"),
@@ -82,6 +87,12 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                   "connection as a client reuses it)"),
     "PARLEY_DB_POOL_SIZE": ("db_pool_size", "read-model connections per API process (default 10)"),
     "PARLEY_NATS_STREAM": ("nats_stream", "JetStream stream name, so deployments can share a NATS (default PARLEY_EVENTS)"),
+    "PARLEY_LEADER_LEASE_SECONDS": ("leader_lease_seconds",
+                                    "how long a single-leader worker (the relay, each read-model group, the campaign "
+                                    "sender) that stops renewing its lease (frozen, cut off from PostgreSQL) keeps "
+                                    "its role before a standby takes it over (default 10, at least 2)"),
+    "PARLEY_NATS_REPLICAS": ("nats_replicas", "replicas of the JetStream stream (default 1; 3 on a three-node "
+                             "cluster); a stream that has more, or file storage, is never weakened by an update"),
     "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",
                                     "how long a crashed API process's visitors still read as online (default 30)"),
     "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",
@@ -95,12 +106,19 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                       "POST requests per minute per client address to the OAuth endpoints: the "
                                       "consent page's sign-in, /oauth/token, /oauth/register, /oauth/revoke "
                                       "(default 30)"),
+    "PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE": ("rate_chat_sessions_per_minute",
+                                             "chat sessions a client address may start per minute "
+                                             "(POST /api/chat/sessions), each of which has its own request "
+                                             "budget (default 20)"),
+    "PARLEY_SIGNIN_FAILURES_PER_ACCOUNT": ("signin_failures_per_account",
+                                           "failed operator sign-ins allowed per e-mail address within 15 minutes; "
+                                           "past them the address is refused until the 15 minutes end (default 5)"),
     "PARLEY_TRUSTED_PROXIES": ("trusted_proxies",
                                "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For is "
                                "believed (default none: X-Forwarded-For is ignored)"),
     "PARLEY_SANDBOX_JOB_SECONDS": ("sandbox_job_seconds",
                                    "seconds a sandbox summary job runs before it succeeds (default 2)"),
-    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs: for development and tests only"),
+    "PARLEY_WEBHOOK_ALLOW_PRIVATE": ("webhook_allow_private", "1 allows http and loopback/private webhook URLs, and single sign-on providers at such addresses: for development and tests only"),
     "PARLEY_WEBHOOK_TIMEOUT_SECONDS": ("webhook_timeout_seconds", "time limit of one webhook delivery attempt (default 10)"),
     "PARLEY_WEBHOOK_RETRY_BASE_SECONDS": ("webhook_retry_base_seconds", "first webhook retry delay, doubled per attempt, with jitter (default 10)"),
     "PARLEY_WEBHOOK_RETRY_CAP_SECONDS": ("webhook_retry_cap_seconds", "longest delay between two webhook attempts (default 7200)"),

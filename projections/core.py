@@ -12,7 +12,8 @@ from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
-    "rm_operator_revocations", "rm_api_keys", "rm_operator_two_factor", "rm_organization_security",
+    "rm_operator_revocations", "rm_api_keys", "rm_invitations", "rm_operator_two_factor",
+    "rm_organization_security",
     "rm_customers", "rm_conversations", "rm_messages",
 )
 
@@ -32,9 +33,28 @@ CREATE TABLE IF NOT EXISTS rm_operator_tokens (
     token_hash text PRIMARY KEY, token_id uuid NOT NULL UNIQUE, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     revoked boolean NOT NULL DEFAULT false);
 ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
--- The organizations an operator joined besides the one it was created in (`rm_operators.org_id`).
+ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS display_name text;
+-- A session as its operator lists it; `last_used_at` is the API's to move (at most once a minute), not an event's
+ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS created_at timestamptz,
+    ADD COLUMN IF NOT EXISTS user_agent text, ADD COLUMN IF NOT EXISTS last_used_at timestamptz;
+CREATE INDEX IF NOT EXISTS rm_operator_tokens_operator ON rm_operator_tokens (operator_id);
+-- Invitations to join an organization: `pending` until accepted or revoked (or past `expires_at`)
+CREATE TABLE IF NOT EXISTS rm_invitations (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, email text NOT NULL, role text NOT NULL,
+    expires_at timestamptz NOT NULL, created_at timestamptz NOT NULL, state text NOT NULL DEFAULT 'pending');
+CREATE INDEX IF NOT EXISTS rm_invitations_org ON rm_invitations (org_id, state);
+-- Every organization an operator belongs to, the one it was created in (`rm_operators.org_id`) included, with
+-- its role and status there; a membership that ended stays, as `removed`.
 CREATE TABLE IF NOT EXISTS rm_operator_orgs (
     operator_id uuid NOT NULL, org_id uuid NOT NULL, PRIMARY KEY (operator_id, org_id));
+ALTER TABLE rm_operator_orgs ADD COLUMN IF NOT EXISTS role text NOT NULL DEFAULT 'owner',
+    ADD COLUMN IF NOT EXISTS status text NOT NULL DEFAULT 'active',
+    ADD COLUMN IF NOT EXISTS joined_at timestamptz;
+CREATE INDEX IF NOT EXISTS rm_operator_orgs_org ON rm_operator_orgs (org_id, operator_id);
+-- A read model made before roles held only the joined organizations, and every operator owned its own:
+-- what replaying its events now gives.
+INSERT INTO rm_operator_orgs (operator_id, org_id, joined_at) SELECT id, org_id, created_at FROM rm_operators
+ON CONFLICT DO NOTHING;
 -- Sessions (MCP connections included) issued before `revoked_before` are over.
 CREATE TABLE IF NOT EXISTS rm_operator_revocations (
     operator_id uuid PRIMARY KEY, revoked_before timestamptz NOT NULL);
@@ -127,15 +147,24 @@ async def _identity_secret_rotated(conn, e: ev.WebsiteIdentitySecretRotated) -> 
 
 async def _operator(conn, e: ev.OperatorCreated) -> None:
     await conn.execute(
-        "INSERT INTO rm_operators (id, org_id, email, password_hash, created_at) VALUES (%s, %s, %s, %s, %s) "
-        "ON CONFLICT DO NOTHING", (e.operator_id, e.org_id, e.email, e.password_hash, e.at))
+        "INSERT INTO rm_operators (id, org_id, email, password_hash, display_name, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.operator_id, e.org_id, e.email, e.password_hash, e.display_name, e.at))
+    await _joined(conn, e.operator_id, e.org_id, e.role, e.at)
+
+
+async def _joined(conn, operator_id, org_id, role: str, at) -> None:
+    await conn.execute(
+        "INSERT INTO rm_operator_orgs (operator_id, org_id, role, status, joined_at) VALUES (%s, %s, %s, 'active', %s) "
+        "ON CONFLICT (operator_id, org_id) DO UPDATE SET role = EXCLUDED.role, status = 'active', "
+        "joined_at = EXCLUDED.joined_at", (operator_id, org_id, role, at))
 
 
 async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
     await conn.execute(
-        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id, expires_at) "
-        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.token_hash, e.token_id, e.operator_id, e.org_id, e.expires_at))
+        "INSERT INTO rm_operator_tokens (token_hash, token_id, operator_id, org_id, expires_at, created_at, "
+        "user_agent) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.token_hash, e.token_id, e.operator_id, e.org_id, e.expires_at, e.at, e.user_agent))
 
 
 async def _credentials_changed(conn) -> None:
@@ -150,23 +179,72 @@ async def _token_revoked(conn, e: ev.OperatorTokenRevoked) -> None:
 
 
 async def _org_added(conn, e: ev.OperatorOrgAdded) -> None:
-    await conn.execute("INSERT INTO rm_operator_orgs (operator_id, org_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+    await _joined(conn, e.operator_id, e.org_id, e.role, e.at)
+
+
+async def _membership_ended(conn, e: ev.OperatorOrgRemoved | ev.OperatorDisabled, status: str) -> None:
+    """The membership is `status` now, and the operator's tokens for the organization are revoked."""
+    await conn.execute("UPDATE rm_operator_orgs SET status = %s WHERE operator_id = %s AND org_id = %s",
+                       (status, e.operator_id, e.org_id))
+    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s AND org_id = %s",
                        (e.operator_id, e.org_id))
+    await _credentials_changed(conn)
 
 
 async def _org_removed(conn, e: ev.OperatorOrgRemoved) -> None:
-    await conn.execute("DELETE FROM rm_operator_orgs WHERE operator_id = %s AND org_id = %s",
-                       (e.operator_id, e.org_id))
-    await _credentials_changed(conn)
+    await _membership_ended(conn, e, "removed")
+
+
+async def _disabled(conn, e: ev.OperatorDisabled) -> None:
+    await _membership_ended(conn, e, "disabled")
+
+
+async def _enabled(conn, e: ev.OperatorEnabled) -> None:
+    await conn.execute("UPDATE rm_operator_orgs SET status = 'active' WHERE operator_id = %s AND org_id = %s "
+                       "AND status = 'disabled'", (e.operator_id, e.org_id))
+
+
+async def _role_changed(conn, e: ev.OperatorRoleChanged) -> None:
+    await conn.execute("UPDATE rm_operator_orgs SET role = %s WHERE operator_id = %s AND org_id = %s",
+                       (e.role, e.operator_id, e.org_id))
+    await _credentials_changed(conn)  # a principal kept by a process carries the former role
+
+
+async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
+    await conn.execute("UPDATE rm_operators SET display_name = %s WHERE id = %s", (e.display_name, e.operator_id))
 
 
 async def _sessions_revoked(conn, e: ev.OperatorSessionsRevoked) -> None:
-    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s", (e.operator_id,))
+    await _sessions_ended(conn, e.operator_id, e.at)
+
+
+async def _sessions_ended(conn, operator_id, before, kept_token_id=None) -> None:
+    """The operator's access tokens but `kept_token_id` are revoked, and its MCP connections made before
+    `before` end."""
+    await conn.execute("UPDATE rm_operator_tokens SET revoked = true WHERE operator_id = %s "
+                       "AND token_id IS DISTINCT FROM %s", (operator_id, kept_token_id))
     await conn.execute(
         "INSERT INTO rm_operator_revocations (operator_id, revoked_before) VALUES (%s, %s) "
         "ON CONFLICT (operator_id) DO UPDATE SET revoked_before = GREATEST(rm_operator_revocations.revoked_before, "
-        "EXCLUDED.revoked_before)", (e.operator_id, e.at))
+        "EXCLUDED.revoked_before)", (operator_id, before))
     await _credentials_changed(conn)
+
+
+async def _password_changed(conn, e: ev.OperatorPasswordChanged) -> None:
+    """Sign-in checks the new password; every other session ends (MCP connections too)."""
+    await conn.execute("UPDATE rm_operators SET password_hash = %s WHERE id = %s", (e.password_hash, e.operator_id))
+    await _sessions_ended(conn, e.operator_id, e.at, e.kept_token_id)
+
+
+async def _invited(conn, e: ev.OperatorInvited) -> None:
+    await conn.execute(
+        "INSERT INTO rm_invitations (id, org_id, email, role, expires_at, created_at) VALUES (%s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT DO NOTHING", (e.invitation_id, e.org_id, e.email, e.role, e.expires_at, e.at))
+
+
+async def _invitation_ended(conn, e: ev.InvitationAccepted | ev.InvitationRevoked) -> None:
+    await conn.execute("UPDATE rm_invitations SET state = %s WHERE id = %s",
+                       ("accepted" if isinstance(e, ev.InvitationAccepted) else "revoked", e.invitation_id))
 
 
 async def _api_key(conn, e: ev.ApiKeyCreated) -> None:
@@ -289,6 +367,14 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorOrgAdded: _org_added,
     ev.OperatorOrgRemoved: _org_removed,
     ev.OperatorSessionsRevoked: _sessions_revoked,
+    ev.OperatorRoleChanged: _role_changed,
+    ev.OperatorDisabled: _disabled,
+    ev.OperatorEnabled: _enabled,
+    ev.OperatorProfileChanged: _profile_changed,
+    ev.OperatorPasswordChanged: _password_changed,
+    ev.OperatorInvited: _invited,
+    ev.InvitationAccepted: _invitation_ended,
+    ev.InvitationRevoked: _invitation_ended,
     ev.ApiKeyCreated: _api_key,
     ev.ApiKeyRevoked: _api_key_revoked,
     ev.CustomerCreated: _customer,

@@ -7,6 +7,8 @@ position check is enough to drop the re-published duplicates of a relay restart;
 the store what the stream lost (wiped, trimmed). A batch moves the positions only from
 where it found them, so a concurrent rebuild is never applied on top of twice. Projections run in
 groups that share the consumer and the transaction; each member still keeps its own position.
+One process at a time runs a group: it holds the group's lease (`events.leadership`), and every batch it
+commits names the lease's generation, so a leader that was replaced (frozen, cut off) writes nothing more.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import msgspec
 import psycopg
 
 from events import stream
+from events.leadership import (DEFAULT_LEASE_SECONDS, LEASES, Fence, Lease, LeadershipLost, held_by_another,
+                               ensure_table as ensure_leases)
 from events.store import CREDENTIAL_GENERATION, EventStore, Recorded
 from events.supervision import keep_running
 
@@ -32,16 +36,25 @@ POSITIONS_DDL = (
 )
 NOTIFY_CHANNEL = "parley_projection"
 POSITIONS_MOVED = "PP001"  # SQLSTATE of parley_advance_projections when a position is not where expected
+FENCED = "PP002"  # ... when the lease named is held by a later generation: the writer no longer leads
 # Moves a group's positions by compare-and-set and sends one notice for them all on `channel`,
 # "name:position,name:position", so a listener wakes once a batch. `moves` is a JSON object,
 # {name: [expected, reached]}: psycopg adapts list parameters by inspecting them on every call.
+# A leader names its lease and generation (the fence); a rebuild, which leads nothing, names none. The
+# check takes no lock: a takeover between it and the commit is caught by the compare-and-set, since the
+# new leader moves the positions from where it read them.
 ADVANCE_FUNCTION = f"""
 DROP FUNCTION IF EXISTS parley_advance_projections(text[], bigint[], bigint[], text);
-CREATE OR REPLACE FUNCTION parley_advance_projections(moves json, channel text) RETURNS void
-LANGUAGE plpgsql AS $$
+DROP FUNCTION IF EXISTS parley_advance_projections(json, text);
+CREATE OR REPLACE FUNCTION parley_advance_projections(moves json, channel text, lease text, generation bigint)
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     moved integer;
 BEGIN
+    IF lease IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM {LEASES} AS l WHERE l.name = lease AND l.generation = parley_advance_projections.generation) THEN
+        RAISE EXCEPTION 'the lease % is no longer held at generation %', lease, generation USING ERRCODE = '{FENCED}';
+    END IF;
     UPDATE parley_projection_positions AS p SET position = (m.value->>1)::bigint
     FROM json_each(moves) AS m
     WHERE p.name = m.key AND p.position = (m.value->>0)::bigint;
@@ -88,6 +101,7 @@ async def ensure_tables(conn: psycopg.AsyncConnection, *projections: Projection)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("ddl"),))
         await conn.execute(POSITIONS_DDL)
+        await ensure_leases(conn)  # the function below checks leases
         await conn.execute(ADVANCE_FUNCTION)
         for projection in projections:
             await projection.create(conn)
@@ -110,21 +124,23 @@ def plan_batch(projections: Sequence[Projection], batch: Sequence[Recorded],
 
 
 async def apply_batch(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
-                      positions: dict[str, int], stored: dict[str, int] | None = None) -> dict[str, int]:
+                      positions: dict[str, int], stored: dict[str, int] | None = None,
+                      fence: Fence | None = None) -> dict[str, int]:
     """Applies to each projection the events past its position, all in one transaction, and returns the
     new positions by name.
 
     `stored` is where the positions table has the members (by default `positions`; a runner that keeps
     skipped batches in memory is ahead of it). The transaction moves them only if they still stand
     there, so a rebuild that ran meanwhile (it resets and replays a member in a transaction of its own)
-    makes this batch roll back and start again from what the rebuild left."""
+    makes this batch roll back and start again from what the rebuild left. With `fence`, the batch commits
+    only while that generation holds the lease: otherwise LeadershipLost."""
     reached, handled = plan_batch(projections, batch, positions)
-    return await apply_plan(conn, projections, batch, reached, handled, stored or positions)
+    return await apply_plan(conn, projections, batch, reached, handled, stored or positions, fence)
 
 
 async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projection], batch: Sequence[Recorded],
                      reached: dict[str, int], handled: dict[str, list[Recorded]],
-                     stored: dict[str, int]) -> dict[str, int]:
+                     stored: dict[str, int], fence: Fence | None = None) -> dict[str, int]:
     """`apply_batch` for a batch already planned. A handler's writes go out in pipeline mode, without
     waiting for each answer, in the pipeline's implicit transaction (no BEGIN and COMMIT to send): the
     group's writes and positions commit together at its closing Sync. A batch none of the group handles
@@ -133,13 +149,13 @@ async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projec
     names = [projection.name for projection in projections]
     try:
         if not any(handled.values()):
-            await advance(conn, names, stored, reached)
+            await advance(conn, names, stored, reached, fence)
             return reached
         async with conn.pipeline():
             try:
                 for projection in projections:
                     await apply_events(conn, projection, handled[projection.name])
-                await advance(conn, names, stored, reached)
+                await advance(conn, names, stored, reached, fence)
             except BaseException as exc:
                 if getattr(exc, "sqlstate", None) is None:
                     # The server has not aborted the transaction, and the Sync would commit a part of the
@@ -147,19 +163,32 @@ async def apply_plan(conn: psycopg.AsyncConnection, projections: Sequence[Projec
                     await conn.close()
                 raise
     except psycopg.Error as exc:
+        if exc.sqlstate == FENCED:  # raised at the pipeline's Sync rather than by `advance` itself
+            raise fenced(fence) from None
         if exc.sqlstate != POSITIONS_MOVED:
             raise
         log.info("a rebuild moved %s under a batch; applying it again", "+".join(names))
-        return await apply_batch(conn, projections, batch, await current_positions(conn, names))
+        return await apply_batch(conn, projections, batch, await current_positions(conn, names), fence=fence)
     return reached
 
 
 async def advance(conn: psycopg.AsyncConnection, names: list[str], expected: dict[str, int],
-                  reached: dict[str, int]) -> None:
-    """Moves the positions from `expected` to `reached` and tells readers, or raises POSITIONS_MOVED."""
+                  reached: dict[str, int], fence: Fence | None = None) -> None:
+    """Moves the positions from `expected` to `reached` and tells readers, or raises POSITIONS_MOVED, or
+    LeadershipLost when `fence` names a generation that no longer holds its lease."""
     moves = {name: (expected[name], reached[name]) for name in names}
-    await conn.execute("SELECT parley_advance_projections(%s::json, %s)",
-                       (msgspec.json.encode(moves).decode(), NOTIFY_CHANNEL))
+    try:
+        await conn.execute("SELECT parley_advance_projections(%s::json, %s, %s, %s)",
+                           (msgspec.json.encode(moves).decode(), NOTIFY_CHANNEL,
+                            fence and fence.name, fence and fence.generation))
+    except psycopg.Error as exc:
+        if exc.sqlstate == FENCED:
+            raise fenced(fence) from None
+        raise
+
+
+def fenced(fence: Fence) -> LeadershipLost:
+    return LeadershipLost(f"{fence.name} generation {fence.generation} is stale: its batch was refused")
 
 
 def handles(projection: Projection, recorded: Recorded) -> bool:
@@ -183,13 +212,13 @@ async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, ev
 
 
 async def catch_up(conn: psycopg.AsyncConnection, projections: Sequence[Projection], store: EventStore,
-                   positions: dict[str, int]) -> dict[str, int]:
+                   positions: dict[str, int], fence: Fence | None = None) -> dict[str, int]:
     """Reads the store from the group's lowest position (members may differ, say after a rebuild of one)."""
     while True:
         batch = await asyncio.to_thread(store.read, min(positions.values()), CATCH_UP_BATCH)
         if not batch:
             return positions
-        positions = await apply_batch(conn, projections, batch, positions)
+        positions = await apply_batch(conn, projections, batch, positions, fence=fence)
 
 
 async def current_positions(conn: psycopg.AsyncConnection, names: Sequence[str]) -> dict[str, int]:
@@ -257,11 +286,11 @@ async def rebuild_as_of(database_url: str, projection: Projection, store: EventS
 
 
 async def catch_up_if_idle(database_url: str, projection: Projection, store: EventStore) -> bool:
-    """Brings the projection up to date here, unless a running worker owns it (then returns False)."""
+    """Brings the projection up to date here, unless a running worker leads it (then returns False)."""
     async with await connect(database_url) as conn:
-        if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(projection.name),))).fetchone())[0]:
-            return False
         await ensure_tables(conn, projection)
+        if await held_by_another(conn, projection.name):
+            return False
         await catch_up(conn, [projection], store, await current_positions(conn, [projection.name]))
         return True
 
@@ -277,7 +306,8 @@ class ProjectionRunner:
 
     def __init__(self, projections: Sequence[Projection], store: EventStore, database_url: str, nats_url: str,
                  stream_name: str = stream.DEFAULT_STREAM,
-                 on_reached: Callable[[dict[str, int]], Awaitable[None]] | None = None):
+                 on_reached: Callable[[dict[str, int]], Awaitable[None]] | None = None,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS):
         self.projections = list(projections)
         self.names = [projection.name for projection in self.projections]
         self.name = "+".join(self.names)
@@ -290,31 +320,29 @@ class ProjectionRunner:
         self.stored: dict[str, int] = {}  # where the positions table has it
         self._store_by: float | None = None  # when positions kept in memory must be stored
         self.tail: stream.Tail | None = None  # how the log reaches the group (the stream, or the store)
+        # One lease for the whole group, so two processes never split a group between them.
+        self.lease = Lease(database_url, f"projections:{self.name}", lease_seconds)
+        self.fence: Fence | None = None
+
+    @property
+    def standby(self) -> bool:
+        """Another process leads the group: this one waits to take over."""
+        return self.lease.standby
 
     async def run(self) -> None:
         await keep_running(f"projections {self.name}", self._run_once, log)
 
     async def _run_once(self) -> None:
+        await self.lease.lead(self._lead)
+
+    async def _lead(self, fence: Fence) -> None:
+        self.fence = fence
         async with await connect(self.database_url) as conn:
-            while not await self._lock_all(conn):
-                await asyncio.sleep(1.0)
             await ensure_tables(conn, *self.projections)
             self._store_by = None
             self.positions = self.stored = await catch_up(
-                conn, self.projections, self.store, await current_positions(conn, self.names))
+                conn, self.projections, self.store, await current_positions(conn, self.names), fence)
             await self._follow(conn)
-
-    async def _lock_all(self, conn: psycopg.AsyncConnection) -> bool:
-        """Takes every member's lock or none, so two processes never split a group between them."""
-        taken = []
-        for projection in self.projections:
-            key = lock_key(projection.name)
-            if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone())[0]:
-                for held in taken:
-                    await conn.execute("SELECT pg_advisory_unlock(%s)", (held,))
-                return False
-            taken.append(key)
-        return True
 
     async def _follow(self, conn: psycopg.AsyncConnection) -> None:
         """Applies the log as the tail brings it: from the stream, or from the store while NATS is down."""
@@ -346,7 +374,7 @@ class ProjectionRunner:
         reached, handled = plan_batch(self.projections, batch, self.positions)
         if self.on_reached is None or any(handled.values()):
             self.positions = self.stored = await apply_plan(conn, self.projections, batch, reached, handled,
-                                                            self.stored)
+                                                            self.stored, self.fence)
             self._store_by = None
         else:
             self.positions = reached
@@ -363,7 +391,7 @@ class ProjectionRunner:
             return
         self._store_by = None
         try:
-            await advance(conn, self.names, self.stored, self.positions)
+            await advance(conn, self.names, self.stored, self.positions, self.fence)
             self.stored = self.positions
         except psycopg.Error as exc:
             if exc.sqlstate != POSITIONS_MOVED:

@@ -14,9 +14,11 @@ from litestar.handlers import BaseRouteHandler
 
 from commands.admin import hash_secret
 from commands.errors import Forbidden, TwoFactorEnrolmentRequired, Unauthorized
-from commands.principal import Principal
+from commands.principal import Principal, Role
+from events import origin
 from events.store import CredentialsChanged
 from projections.views.credentials import principal_of
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
 
@@ -48,6 +50,8 @@ class Auth:
 
     accept: tuple[Kind, ...] = ("operator", "apikey")
     scope: str | None = None
+    # the least operator role in the organization (owner > admin > agent); API keys are held to `scope`
+    role: Role | None = None
     # a hot write: its handler authenticates through `with_principal`, which trusts a principal this process
     # kept from an earlier request (no lookup) because the store refuses the append once it was revoked
     kept: bool = False
@@ -67,6 +71,8 @@ class Auth:
 PUBLIC = Auth(())
 OPERATOR = Auth(("operator",))
 OPERATOR_ENROLLING = Auth(("operator",), enrolling=True)
+ADMIN = Auth(("operator",), role="admin")  # websites' settings, webhooks, API keys, the team, campaigns, exports
+OWNER = Auth(("operator",), role="owner")  # the organization's own settings
 VISITOR = Auth(("chat",))
 
 
@@ -153,8 +159,11 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
                                          "(POST /api/operators/me/totp, then confirm a code) to continue")
     if auth.scope is not None and auth.scope not in principal.scopes:
         raise Forbidden(f"the API key lacks the {auth.scope} scope")
+    if auth.role is not None and principal.is_operator and not principal.has_role(auth.role):
+        raise Forbidden(f"this needs the {auth.role} role or above; yours is {principal.role}")
     if principal.kind == "chat":
         await check_origin(request, principal.website_id)
+    origin.acting(principal.origin(request.scope.get(CLIENT_ADDRESS)))
     request.state.principal = principal
     return principal
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+CLIENT_ADDRESS = "parley.client_address"  # scope key: the address the middleware found for an /api/ request
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -3,7 +3,8 @@ of URLs, and the visitor routes' CORS (`readapi/cors.py`).
 
 As an ASGI wrapper around the whole application, it also stamps on every response, whichever layer
 produced it (a handler, an error handler, Litestar's own 404, or this wrapper's refusals): `API-Version`,
-the `RateLimit` headers of `/api/` requests and of POSTs to the OAuth endpoints, and the `Deprecation` headers of a deprecated route."""
+the `RateLimit` headers of `/api/` requests and of POSTs to the OAuth endpoints, the `Deprecation` headers of a
+deprecated route, and `frame-ancestors 'none'` on an HTML answer that has no Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from litestar.utils import normalize_path
 
 from readapi import cors
 from readapi.auth import identify
-from readapi.clientaddress import TrustedProxies
+from readapi.clientaddress import CLIENT_ADDRESS, TrustedProxies
 from readapi.deprecation import deprecation_headers
 from readapi.problems import problem_body
 from readapi.unavailable import DATABASE_DOWN, DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS
 from readapi.mounted import MountedApp
-from readapi.ratelimit import Decision, RateLimiter, bucket_for, policy_for, sign_in_limit
+from readapi.ratelimit import Decision, RateLimiter, bucket_for, chat_sessions_limit, policy_for, sign_in_limit
 from readapi.services import Services
 
 log = logging.getLogger("parley.api")
@@ -31,6 +32,7 @@ SUPPORTED_VERSIONS = frozenset({API_VERSION})
 CREDENTIAL_PARAMETERS = frozenset({"api_key", "apikey", "key", "token", "access_token", "secret"})
 LIMITED_PREFIX = "/api/"
 SANDBOX_PREFIX = "/api/sandbox/"  # keyless: a credential sent there is ignored, the address is counted
+CHAT_SESSIONS_PATH = "/api/chat/sessions"
 
 
 class ContractMiddleware:
@@ -65,6 +67,7 @@ class ContractMiddleware:
                       and not (allow and h[0].lower() == b"allow")],
                     *([(b"allow", allow)] if allow else []),
                     *stamped, *deprecation_headers(scope.get("route_handler") or self._route_of(scope)),
+                    *_unframeable(message.get("headers", [])),
                 ]
             await send(message)
 
@@ -118,17 +121,30 @@ class ContractMiddleware:
 
     async def _count(self, scope, receive) -> Decision:
         """Counts the request against its credential's limit, or its client address's without one; a
-        request to the OAuth endpoints against its address's sign-in limit."""
+        request to the OAuth endpoints against its address's sign-in limit, and a new chat
+        session against its address's chat-session limit."""
         forwarded_for = b",".join(v for k, v in scope["headers"] if k.lower() == b"x-forwarded-for")
         client = scope.get("client")
         address = self.proxies.client_address(client[0] if client else None, forwarded_for.decode("latin-1"))
+        scope[CLIENT_ADDRESS] = address
         if self._signs_in(scope):
             return await self.limiter.hit(*sign_in_limit(address, self.settings))
+        if scope["method"] == "POST" and scope["path"] == CHAT_SESSIONS_PATH:
+            return await self.limiter.hit(*chat_sessions_limit(address, self.settings))
         principal = None
         if not scope["path"].startswith(SANDBOX_PREFIX):
             scope["app"] = scope["litestar_app"] = self.app  # what a Request needs before Litestar's turn
             principal = await identify(Request(scope, receive), kept=True)  # counting needs no lookup
         return await self.limiter.hit(bucket_for(principal, address), policy_for(principal, self.settings))
+
+
+def _unframeable(headers) -> list[tuple[bytes, bytes]]:
+    """A page no other site may frame (a signed-in page framed by another could be clicked through): an
+    HTML answer without a policy of its own gets one that says only that."""
+    names = {name.lower(): value for name, value in headers}
+    if names.get(b"content-type", b"").lower().startswith(b"text/html") and b"content-security-policy" not in names:
+        return [(b"content-security-policy", b"frame-ancestors 'none'")]
+    return []
 
 
 async def _preflight(send, origin: bytes) -> None:

@@ -19,9 +19,10 @@ read-your-writes waits):
                               payload: Decoded[customers.CustomerCreate]) -> Response: ...
 
 - `summary`: one line, shown in /docs.
-- `auth`: `Auth(accept, scope)`: the credential kinds the route accepts, from "operator"
-  (`Authorization: Token`), "apikey" (HTTP Basic) and "chat" (`Authorization: ChatSession`), and the API
-  key scope; `PUBLIC` for a route that needs none. 401 answers name these schemes in `WWW-Authenticate`
+- `auth`: `Auth(accept, scope, role)`: the credential kinds the route accepts, from "operator"
+  (`Authorization: Token`), "apikey" (HTTP Basic) and "chat" (`Authorization: ChatSession`), the API
+  key scope, and the least operator role (`ADMIN`, `OWNER`; documented as `x-parley-role` and refused
+  with 403); `PUBLIC` for a route that needs none. 401 answers name these schemes in `WWW-Authenticate`
   (readapi/problems.py reads them from the description). A list route states the scope of its `Listing`
   (`WEBSITES_LISTING.auth`), which `POST /api/batch` checks too. `kept=True` marks the hot writes
   (`POST /api/messages`, `POST /api/chat/messages`): they stay raw `(request)` handlers that call
@@ -295,7 +296,8 @@ def _summary_kinds(auth: Auth) -> str:
         return "No credential is needed."
     kinds = " or ".join(KIND_NAMES[kind] for kind in auth.accept)
     scope = f" An API key needs the `{auth.scope}` scope." if auth.scope and "apikey" in auth.accept else ""
-    return f"Accepts {kinds}.{scope}"
+    role = f" An operator needs the `{auth.role}` role or above (owner > admin > agent)." if auth.role else ""
+    return f"Accepts {kinds}.{scope}{role}"
 
 
 def _headers(names: Iterable[str]) -> dict[str, Any]:
@@ -363,6 +365,8 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
         "responses": responses,
         "security": security,
     }
+    if op.auth.role:
+        operation["x-parley-role"] = op.auth.role
     if deprecation:
         operation["deprecated"] = True
     if isinstance(op.body, RawBody):

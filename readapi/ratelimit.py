@@ -82,6 +82,12 @@ def sign_in_limit(client_address: str, settings: ApiSettings) -> tuple[str, Poli
     return f"signin:{limit_key(client_address)}", Policy("signin", settings.rate_signin_per_minute)
 
 
+def chat_sessions_limit(client_address: str, settings: ApiSettings) -> tuple[str, Policy]:
+    """The bucket and policy of starting a chat session: each session has a budget of its own, so the
+    address that starts them is bounded apart, or it would multiply its allowance by starting more."""
+    return f"chatsessions:{limit_key(client_address)}", Policy("chatsessions", settings.rate_chat_sessions_per_minute)
+
+
 def bucket_for(principal: Principal | None, client_address: str) -> str:
     return f"{principal.kind}:{principal.credential_id}" if principal else f"address:{limit_key(client_address)}"
 

@@ -15,8 +15,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
 from commands.errors import Invalid
+from commands.principal import Principal
 from commands.streams import now
-from events.live import Channel, LiveFrame
+from events.live import Channel, Held, LiveFrame
 from projections.search import SearchConfig
 from events.store import JSON_NUL, EventStore
 from readapi.consistency import PositionWatch
@@ -39,6 +40,8 @@ class ApiSettings:
     rate_operator_per_minute: int
     rate_anonymous_per_minute: int
     rate_signin_per_minute: int
+    rate_chat_sessions_per_minute: int
+    signin_failures_per_account: int
     trusted_proxies: str
     sandbox_job_seconds: float
     webhook_allow_private: bool
@@ -64,11 +67,20 @@ class LiveHub(Protocol):
 
     def frames(self, channel: Channel, after: int | None) -> AsyncIterator[bytes]: ...
 
+    def hold(self, held: Held, channel: Channel | None = None) -> None: ...
+
+    def release(self, held: Held) -> None: ...
+
     async def publish(self, live: LiveFrame) -> None: ...
 
-    async def wait_past(self, position: int, timeout: float) -> None: ...
+    async def wait_past(self, position: int, timeout: float, held: Held | None = None) -> None: ...
 
     async def conversation_facts(self, conversation_id: uuid.UUID) -> ConversationFacts | None: ...
+
+
+def held_by(principal: Principal) -> Held:
+    """What a stream opened for this principal holds: it ends with the credential."""
+    return Held(principal.kind, principal.credential_id, principal.generation or 0, principal.expires_at)
 
 
 class VisitorPresence(Protocol):
@@ -92,6 +104,11 @@ class Services:
     clock: Callable[[], datetime] = now  # the wall clock; tests of time-dependent answers substitute it
     credentials: KnownCredentials = field(default_factory=KnownCredentials)
     base_url: str = ""  # where the API listens, once bound (PARLEY_PUBLIC_URL names it for the outside)
+    # why this process cannot search its index now (it is another process's to fill), or None
+    search_unavailable: Callable[[], str | None] = lambda: None
+    # the one-time code that lets a client on another machine create a fresh install's first owner (`POST
+    # /api/setup`); the composition root makes it and logs it; empty: only this machine may
+    setup_code: str = ""
 
 
 def services(request: Request) -> Services:
@@ -134,35 +151,58 @@ def json_response(payload: Any, created: Created | None = None, status: int = 20
                     headers=headers)
 
 
+# How deep a request body's JSON may nest. Far below the interpreter's recursion limit, so that a body
+# taken here decodes again wherever its event is read (a projection, the agent) whatever the stack.
+MAX_JSON_DEPTH = 64
+
+
 async def decode_body(request: Request, shape: type[T]) -> T:
     raw = await request.body()
     if len(raw) > services(request).settings.max_body_bytes:
         raise Invalid("the request body is too large")
     if not raw:
         raise Invalid("a JSON body is required")
+    too_deep = Invalid(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         body = msgspec.json.decode(raw, type=shape)
+    except RecursionError:
+        raise too_deep from None
     except msgspec.DecodeError as exc:
         if isinstance(exc, msgspec.ValidationError):
             raise
         raise Invalid(f"malformed JSON: {exc}") from None
-    if JSON_NUL in raw and (at := first_nul(msgspec.json.decode(raw))):
-        # PostgreSQL text cannot hold it: the read models could not store what the event store took
-        raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH or JSON_NUL in raw:
+        value = msgspec.json.decode(raw)
+        if depth(value) > MAX_JSON_DEPTH:
+            raise too_deep
+        if JSON_NUL in raw and (at := first_nul(value)):
+            # PostgreSQL text cannot hold it: the read models could not store what the event store took
+            raise msgspec.ValidationError(f"text cannot contain U+0000 (NUL) - at `{at}`")
     return body
+
+
+def depth(value: Any) -> int:
+    """How deep arrays and objects nest in a decoded JSON value (a scalar is 0), without recursion."""
+    deepest, pending = 0, [(value, 0)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level + 1)
+            pending.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def first_nul(value: Any, path: str = "$") -> str | None:
     """Where the first string (a value or a key) holding U+0000 is, as msgspec names a path."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            at = f"{path}.{key}"
-            if found := at if "\x00" in key else first_nul(item, at):
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            if found := first_nul(item, f"{path}[{index}]"):
-                return found
+    pending = [(value, path)]
+    while pending:
+        item, at = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return at
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                pending.append((key, f"{at}.{key}") if "\x00" in key else (child, f"{at}.{key}"))
+        elif isinstance(item, list):
+            pending.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
     return None

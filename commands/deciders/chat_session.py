@@ -52,12 +52,16 @@ def check_identity(identity_secret: str, user_id: str | None, signature: str | N
                    email_signature: str | None) -> Identity:
     if user_id is not None:
         _verify(identity_secret, user_id, signature, "signature")
-    normalized = email.strip().lower() if email is not None else None
     if email is not None:
+        # The address binds the customer as given, so the signature must be of that very string: a
+        # signature of `Ada@Example.com` must not open the transcript of `ada@example.com`.
+        if email != email.strip().lower():
+            raise Invalid("the e-mail address must be in lower case without surrounding spaces; sign it in "
+                          "that form", "email")
         _verify(identity_secret, email, email_signature, "emailSignature")
-        if not EMAIL.match(normalized):
+        if not EMAIL.match(email):
             raise Invalid("not an e-mail address", "email")
-    return Identity(user_id, normalized)
+    return Identity(user_id, email)
 
 
 def binding_stream(website_id: uuid.UUID, binding: tuple[str, str]) -> uuid.UUID:

@@ -18,6 +18,7 @@ from commands.principal import Principal
 from commands.webhooks import EventName
 from events import types as ev
 from events.ids import parse_id
+from commands.principal import Role
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
@@ -342,18 +343,27 @@ API_KEYS = Collection(
 )
 
 
-class Operator(msgspec.Struct, rename={"id": "_id", "created_at": "createdAt"}):
+class Operator(msgspec.Struct, rename={"id": "_id", "display_name": "displayName", "created_at": "createdAt"}):
+    """An operator as a member of the organization: its role and status there (`active`, `invited`,
+    `disabled`); the display name is what visitors and the team see."""
+
     id: uuid.UUID
     email: str
+    display_name: str | None
+    role: Role
+    status: Literal["active", "invited", "disabled"]
     created_at: datetime
 
 
-# an organization's operators: those created in it and those who joined it (`parley admin operator add-org`)
-MEMBERS = ("(SELECT id, email, created_at, org_id FROM rm_operators UNION ALL SELECT o.id, o.email, o.created_at, "
-           "m.org_id FROM rm_operator_orgs m JOIN rm_operators o ON o.id = m.operator_id) AS members")
+# an organization's operators: every membership of it but those that ended, and the invitations that still
+# work (the invitation's id stands for the operator until it is accepted)
+MEMBERS = ("(SELECT o.id, o.email, o.display_name, m.role, m.status, o.created_at, m.org_id FROM rm_operator_orgs m "
+           "JOIN rm_operators o ON o.id = m.operator_id WHERE m.status <> 'removed' "
+           "UNION ALL SELECT i.id, i.email, NULL, i.role, 'invited', i.created_at, i.org_id FROM rm_invitations i "
+           "WHERE i.state = 'pending' AND i.expires_at > now()) AS members")
 
 OPERATORS = Collection(
-    name="operators", table=MEMBERS, shape=Operator, select="id, email, created_at",
-    filters={"email": ("email", "str")}, sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
+    name="operators", table=MEMBERS, shape=Operator, select="id, email, display_name, role, status, created_at",
+    filters={"email": ("email", "str"), "role": ("role", "str"), "status": ("status", "str")}, sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
     default_sort="email", website_column=None,
 )

@@ -51,12 +51,12 @@ async def cursor_page(conn: psycopg.AsyncConnection, collection: Collection, whe
     page_where, page_args = list(where), list(args)
     if params.get("cursor"):
         page_where.append("id > %s")
-        page_args.append(_open_cursor(key, params["cursor"], fingerprint))
+        page_args.append(open_cursor(key, params["cursor"], fingerprint))
     rows = await (await conn.execute(
         f"SELECT {collection.select} FROM {collection.table} WHERE {' AND '.join(page_where)} "
         f"ORDER BY id LIMIT {size + 1}", page_args)).fetchall()
     records = [collection.row_object(row) for row in rows[:size]]
-    next_cursor = _seal_cursor(key, records[-1].id, fingerprint) if len(rows) > size else None  # type: ignore[attr-defined]
+    next_cursor = seal_cursor(key, records[-1].id, fingerprint) if len(rows) > size else None  # type: ignore[attr-defined]
     return CursorPage(project(records, fields), next_cursor)
 
 
@@ -64,12 +64,12 @@ def _mac(key: bytes, payload: bytes) -> bytes:
     return hmac.new(key, payload, hashlib.sha256).digest()[:_MAC]
 
 
-def _seal_cursor(key: bytes, last_id: uuid.UUID, fingerprint: bytes) -> str:
+def seal_cursor(key: bytes, last_id: uuid.UUID, fingerprint: bytes) -> str:
     payload = last_id.bytes + fingerprint
     return base64.urlsafe_b64encode(payload + _mac(key, payload)).decode().rstrip("=")
 
 
-def _open_cursor(key: bytes, cursor: str, fingerprint: bytes) -> uuid.UUID:
+def open_cursor(key: bytes, cursor: str, fingerprint: bytes) -> uuid.UUID:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (binascii.Error, ValueError):

@@ -14,7 +14,7 @@ from commands.admin import Created
 from commands.errors import NotFound
 from commands.principal import Principal
 from projections.views.agent import AgentView, read_agent
-from readapi.auth import OPERATOR, VISITOR, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR, VISITOR, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.services import caught_up, json_response, run_command, services, written
 
@@ -58,7 +58,7 @@ async def view(request: Request, principal: Principal, website_id: uuid.UUID, cr
 
 
 @describe("Configure the website's AI agent (AG-UI); the answer that first configures it alone carries the "
-          "bearer secret", OPERATOR, body=agent.AgentSettings, answer=AgentWithSecret,
+          "bearer secret", ADMIN, body=agent.AgentSettings, answer=AgentWithSecret,
           example={"url": "https://agent.example.com/ag-ui", "greeting": "Hi! How can I help?"})
 @put("/api/websites/{website_name:str}/agent")
 async def configure_agent(request: Request, principal: Authenticated, payload: Decoded[agent.AgentSettings],
@@ -78,7 +78,7 @@ async def get_agent(request: Request, principal: Authenticated, website_name: Fr
     return json_response(await view(request, principal, await website(request, principal, website_name), None))
 
 
-@describe("Remove the website's AI agent", OPERATOR, answer=Removed)
+@describe("Remove the website's AI agent", ADMIN, answer=Removed)
 @delete("/api/websites/{website_name:str}/agent", status_code=200)
 async def remove_agent(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
@@ -88,7 +88,7 @@ async def remove_agent(request: Request, principal: Authenticated, website_name:
 
 
 @describe("Rotate the bearer secret sent to the website's AI agent; the answer carries the new one",
-          OPERATOR, answer=Secret)
+          ADMIN, answer=Secret)
 @post("/api/websites/{website_name:str}/agent/secret", status_code=200)
 async def rotate_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)

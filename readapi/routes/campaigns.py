@@ -14,7 +14,7 @@ from commands import campaigns
 from commands.admin import Created
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import OPERATOR, Authenticated, Decoded
+from readapi.auth import ADMIN, Authenticated, Decoded
 from projections.views.campaigns import Campaign, Preview, list_campaigns, preview_campaign, read_campaign
 from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.listing import snapshot
@@ -42,7 +42,7 @@ async def _answer(request: Request, principal: Principal, created: Created) -> R
         return json_response(await read_campaign(conn, principal.org_id, created.id), created)
 
 
-@describe("List the campaigns (cursor pages by `_id`)", OPERATOR, answer=CursorPage[partial(Campaign)], query=LIST_QUERY)
+@describe("List the campaigns (cursor pages by `_id`)", ADMIN, answer=CursorPage[partial(Campaign)], query=LIST_QUERY)
 @get("/api/campaigns")
 async def list_route(request: Request, principal: Authenticated) -> Response:
     await caught_up(request, READ_MODELS)
@@ -50,7 +50,7 @@ async def list_route(request: Request, principal: Authenticated) -> Response:
         return json_response(await list_campaigns(conn, principal.org_id, request.query_params))
 
 
-@describe("Read a campaign", OPERATOR, answer=Campaign)
+@describe("Read a campaign", ADMIN, answer=Campaign)
 @get("/api/campaigns/{campaign_id:str}")
 async def get_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:
     await caught_up(request, READ_MODELS)
@@ -58,7 +58,7 @@ async def get_route(request: Request, principal: Authenticated, campaign_id: Fro
         return json_response(await read_campaign(conn, principal.org_id, parse_id(campaign_id)))
 
 
-@describe("The audience's size now and its first 10 recipients; changes nothing", OPERATOR,
+@describe("The audience's size now and its first 10 recipients; changes nothing", ADMIN,
           answer=Preview)
 @get("/api/campaigns/{campaign_id:str}/preview")
 async def preview_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:
@@ -67,7 +67,7 @@ async def preview_route(request: Request, principal: Authenticated, campaign_id:
         return json_response(await preview_campaign(conn, principal.org_id, parse_id(campaign_id)))
 
 
-@describe("Draft a campaign", OPERATOR, body=campaigns.CampaignCreate, answer=Campaign, errors=(404,),
+@describe("Draft a campaign", ADMIN, body=campaigns.CampaignCreate, answer=Campaign, errors=(404,),
           example=DRAFT_EXAMPLE)
 @post("/api/campaigns", status_code=200)
 async def create_route(request: Request, principal: Authenticated,
@@ -75,7 +75,7 @@ async def create_route(request: Request, principal: Authenticated,
     return await _answer(request, principal, await run_command(request, campaigns.create_campaign, principal, payload))
 
 
-@describe("Change a draft (only the fields given)", OPERATOR, body=campaigns.CampaignUpdate, answer=Campaign,
+@describe("Change a draft (only the fields given)", ADMIN, body=campaigns.CampaignUpdate, answer=Campaign,
           errors=(409,), example={"name": "Summer sale"})
 @put("/api/campaigns/{campaign_id:str}")
 async def update_route(request: Request, principal: Authenticated, payload: Decoded[campaigns.CampaignUpdate],
@@ -84,7 +84,7 @@ async def update_route(request: Request, principal: Authenticated, payload: Deco
     return await _answer(request, principal, created)
 
 
-@describe("Delete a draft", OPERATOR, status=204, errors=(409,))
+@describe("Delete a draft", ADMIN, status=204, errors=(409,))
 @delete("/api/campaigns/{campaign_id:str}", status_code=200)  # the Response below sets 204
 async def delete_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:
     created = await run_command(request, campaigns.delete_campaign, principal, parse_id(campaign_id))
@@ -92,7 +92,7 @@ async def delete_route(request: Request, principal: Authenticated, campaign_id: 
     return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
 
 
-@describe("Schedule a draft, or move a scheduled campaign's time", OPERATOR, body=campaigns.CampaignSchedule,
+@describe("Schedule a draft, or move a scheduled campaign's time", ADMIN, body=campaigns.CampaignSchedule,
           answer=Campaign, errors=(409,), example={"at": "2030-01-01T09:00:00Z"})
 @post("/api/campaigns/{campaign_id:str}/schedule", status_code=200)
 async def schedule_route(request: Request, principal: Authenticated, payload: Decoded[campaigns.CampaignSchedule],
@@ -101,14 +101,14 @@ async def schedule_route(request: Request, principal: Authenticated, payload: De
     return await _answer(request, principal, created)
 
 
-@describe("Send a draft or scheduled campaign now", OPERATOR, answer=Campaign, errors=(409,))
+@describe("Send a draft or scheduled campaign now", ADMIN, answer=Campaign, errors=(409,))
 @post("/api/campaigns/{campaign_id:str}/send", status_code=200)
 async def send_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:
     created = await run_command(request, campaigns.send_campaign, principal, parse_id(campaign_id))
     return await _answer(request, principal, created)
 
 
-@describe("Cancel a campaign before it has finished; what was sent stays", OPERATOR, answer=Campaign,
+@describe("Cancel a campaign before it has finished; what was sent stays", ADMIN, answer=Campaign,
           errors=(409,))
 @post("/api/campaigns/{campaign_id:str}/cancel", status_code=200)
 async def cancel_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:

@@ -24,6 +24,7 @@ from projections.views.document_search import Match
 from readapi.listing import Listing, listing_response, register
 from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
 from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
+from readapi.unavailable import Unavailable
 
 READ_MODELS = ("documents",)
 SEARCH_READ_MODELS = ("documents", "search")
@@ -49,6 +50,8 @@ async def _document(request: Request, principal: Principal, created: Created) ->
 
 async def _search(request: Request, principal: Principal) -> Response:
     svc = services(request)
+    if reason := svc.search_unavailable():
+        raise Unavailable(reason)
     await caught_up(request, SEARCH_READ_MODELS)
     async with svc.pool.connection() as conn:
         return json_response(await search_documents(conn, svc.settings.search, principal, request.query_params))

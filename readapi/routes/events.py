@@ -20,12 +20,13 @@ from litestar.response import Stream
 from commands.errors import Invalid
 from events.export import FORMATS, Format, export
 from events.history import HEAD, HistoryFilter, Reading, ndjson, pages_async
+from events.live import Held
 from readapi.auth import Auth, Authenticated
 from projections.views.collections import parse_bool, parse_int
 from projections.views.history_query import history_filter
 from readapi.openapi import LIMIT, describe, query
 
-from readapi.services import services
+from readapi.services import held_by, services
 
 NDJSON_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 # How long a following response waits for a new event before it looks at the store again all the same.
@@ -46,18 +47,33 @@ QUERY = (
 )
 
 
-async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow: bool) -> AsyncIterator[bytes]:
+async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow: bool,
+                        held: Held) -> AsyncIterator[bytes]:
     """The filter's events up to the store's head as it is now, then, following, whatever commits next;
-    a trailer line closes a history that ends (`follow` ends only at `limit`)."""
+    a trailer line closes a history that ends (`follow` ends only at `limit`, or when the `held`
+    credential is revoked)."""
+    hub = services(request).hub
+    hub.hold(held)
+    try:
+        async for lines in _history_lines(request, flt, limit, follow, held):
+            yield lines
+    finally:
+        hub.release(held)
+
+
+async def _history_lines(request: Request, flt: HistoryFilter, limit: int, follow: bool,
+                         held: Held) -> AsyncIterator[bytes]:
     svc = services(request)
     hub = svc.hub
     reading, after = Reading(last=flt.after), flt.after
-    while True:
+    while not held.revoked:
         async with svc.pool.connection() as conn:
             head = (await (await conn.execute(HEAD)).fetchone())[0]
         if flt.until is not None:
             head = min(head, flt.until)
         async for rows in pages_async(svc.pool, flt, after, head):
+            if held.revoked:
+                return
             lines = reading.lines(rows)
             if limit and reading.emitted >= limit:
                 lines = lines[:len(lines) - (reading.emitted - limit)]
@@ -70,13 +86,13 @@ async def history_lines(request: Request, flt: HistoryFilter, limit: int, follow
         if not follow:
             yield ndjson([reading.trailer()])
             return
-        await hub.wait_past(head, FOLLOW_WAIT_SECONDS)
+        await hub.wait_past(head, FOLLOW_WAIT_SECONDS, held)
         if hub.closed:
             return
 
 
 @describe("The organization's event history as NDJSON, then live with `follow=true`",
-          Auth(scope="events:read"), answer="One JSON object per line: each event in its public shape, in position "
+          Auth(scope="events:read", role="admin"), answer="One JSON object per line: each event in its public shape, in position "
           "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY)
 @get("/api/events")
 async def stream_events(request: Request, principal: Authenticated) -> Stream:
@@ -85,8 +101,8 @@ async def stream_events(request: Request, principal: Authenticated) -> Stream:
     follow = bool(parse_bool(params, "follow"))
     if follow and (flt.until is not None or flt.until_time is not None):
         raise Invalid("follow streams on without end: it takes no until", "until")
-    return Stream(history_lines(request, flt, parse_int(params, "limit"), follow), media_type="application/x-ndjson",
-                  headers=NDJSON_HEADERS)
+    return Stream(history_lines(request, flt, parse_int(params, "limit"), follow, held_by(principal)),
+                  media_type="application/x-ndjson", headers=NDJSON_HEADERS)
 
 
 class _Sink:
@@ -131,7 +147,7 @@ async def zipped_export(database_url: str, flt: HistoryFilter, fmt: Format) -> A
 
 
 @describe("The organization's event history as a zip of Parquet files (one per event type) or JSON Lines",
-          Auth(scope="events:read"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
+          Auth(scope="events:read", role="admin"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
           media_type="application/zip",
           query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS))
 @get("/api/events/export")

@@ -1,6 +1,8 @@
-"""Health for orchestrators: `/healthz` (the process answers) and `/readyz` (it can serve: PostgreSQL and
-NATS reachable), with each read model's lag behind the event store. Neither needs a credential nor
-counts against a rate limit (they are outside `/api/`)."""
+"""Health for orchestrators: `/healthz` (the process answers) and `/readyz` (it can serve: PostgreSQL
+reachable), with each read model's lag behind the event store. NATS is never on the critical path (the
+workers and the realtime streams read the store while it is down), so NATS down leaves the process ready
+but `degraded`: an orchestrator keeps it in service, a person sees why it is slower. Neither route needs a
+credential nor counts against a rate limit (they are outside `/api/`)."""
 
 from __future__ import annotations
 
@@ -33,12 +35,19 @@ class ReadModel(msgspec.Struct):
     lag: int  # events in the store that the read model has not applied yet
 
 
+class Search(msgspec.Struct, omit_defaults=True):
+    available: bool  # this process's search answers from an index that is kept (not another process's)
+    error: str | None = None
+
+
 class Readiness(msgspec.Struct, rename="camel", omit_defaults=True):
-    status: str  # "ready" or "not ready"
+    status: str  # "ready", "degraded" (ready, with what degrades it named) or "not ready"
     postgres: Dependency
     nats: Dependency
+    search: Search
     head: int | None = None  # the store's latest position
     read_models: dict[str, ReadModel] | None = None
+    degraded: list[str] | None = None  # what works less well ("nats": live frames lost, consumers poll the store)
 
 
 @describe("Liveness: the process serves HTTP", PUBLIC, answer=Alive, tag="health")
@@ -47,15 +56,19 @@ async def healthz() -> Response:
     return json_response(Alive("ok"))
 
 
-@describe("Readiness: PostgreSQL and NATS reachable (200, else 503 with the same report), with each read "
-          "model's lag behind the event store", PUBLIC, answer=Readiness, also=(503,), tag="health")
+@describe("Readiness: PostgreSQL reachable (200, else 503 with the same report: the process cannot serve); NATS "
+          "unreachable leaves it ready with status `degraded`; with each read model's lag behind the event store",
+          PUBLIC, answer=Readiness, also=(503,), tag="health")
 @get("/readyz")
 async def readyz(request: Request) -> Response:
-    postgres, head, read_models = await _postgres(request)
-    nats = await _nats(services(request).nats_url)
-    ready = postgres.reachable and nats.reachable
-    readiness = Readiness("ready" if ready else "not ready", postgres, nats, head, read_models)
-    return json_response(readiness, status=200 if ready else 503)
+    (postgres, head, read_models), nats = await asyncio.gather(_postgres(request), _nats(services(request).nats_url))
+    # search alone unavailable leaves the process ready: it serves everything else
+    search_error = services(request).search_unavailable()
+    degraded = [] if nats.reachable else ["nats"]
+    status = "not ready" if not postgres.reachable else "degraded" if degraded else "ready"
+    readiness = Readiness(status, postgres, nats, Search(search_error is None, search_error), head, read_models,
+                          degraded or None)
+    return json_response(readiness, status=200 if postgres.reachable else 503)
 
 
 async def _postgres(request: Request) -> tuple[Dependency, int | None, dict[str, ReadModel] | None]:
@@ -72,8 +85,14 @@ async def _postgres(request: Request) -> tuple[Dependency, int | None, dict[str,
 
 
 async def _nats(url: str) -> Dependency:
-    """Reachable when the server greets a new connection with its INFO line (what every client reads first)."""
-    address = urlsplit(url.split(",")[0])
+    """Reachable when a server of the comma-separated list greets a new connection with its INFO line (what
+    every client reads first): a client connects to any of them."""
+    checks = await asyncio.gather(*(_nats_server(server.strip()) for server in url.split(",") if server.strip()))
+    return next((check for check in checks if check.reachable), checks[0])
+
+
+async def _nats_server(url: str) -> Dependency:
+    address = urlsplit(url if "://" in url else f"nats://{url}")
     try:
         async with asyncio.timeout(NATS_CHECK_SECONDS):
             reader, writer = await asyncio.open_connection(address.hostname or "127.0.0.1", address.port or 4222)

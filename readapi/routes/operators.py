@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import msgspec
@@ -11,9 +10,14 @@ from litestar import Request, Response, delete, get, post
 from commands import admin, two_factor
 from commands.admin import Created
 from commands.errors import TwoFactorRequired, Unauthorized
-from projections.views.operators import Session, operator_by_email, operator_session
+from events import origin
+from events.types import Origin
+from projections.views.operators import Session, operator_session
+from projections.views.sign_in import TooManyFailures, attempt_sign_in
 from readapi.auth import OPERATOR_ENROLLING, PUBLIC, Authenticated, Decoded, operator_only
+from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.openapi import describe
+from readapi.problems import problem
 from readapi.services import caught_up, json_response, run_command, services, written
 
 
@@ -38,19 +42,22 @@ class SignedOut(msgspec.Struct):
           answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"})
 @post("/api/operators/sessions", status_code=200)
 async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
-    async with services(request).pool.connection() as conn:
-        found = await operator_by_email(conn, payload.email)
-    matches = found is not None and await asyncio.to_thread(admin.password_matches, found.password_hash,
-                                                            payload.password)
-    if not matches:
+    try:
+        found = await attempt_sign_in(services(request).pool, payload.email, payload.password,
+                                      services(request).settings.signin_failures_per_account)
+    except TooManyFailures as refused:
+        return problem(429, str(refused), "email", headers={"Retry-After": str(refused.retry_after)})
+    if found is None:
         raise Unauthorized("unknown e-mail address or wrong password")
+    origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
     second_factor = await run_command(request, two_factor.check_second_factor, found.id, payload.totp)
     if second_factor == "missing":
         raise TwoFactorRequired("two-factor sign-in is on: send `totp`, a current code from the authenticator "
                                 "app or a recovery code", "totp")
     if second_factor == "wrong":
         raise TwoFactorRequired("the two-factor code is wrong or was used already", "totp")
-    token, position = await run_command(request, admin.issue_token, found.org_id, found.id)
+    token, position = await run_command(request, admin.issue_token, found.org_id, found.id, None, None,
+                                        request.headers.get("user-agent"))
     created = Created(found.id, position)
     await written(request, created)
     return json_response(SignedIn(token), created)

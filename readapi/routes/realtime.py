@@ -21,7 +21,7 @@ from events.live import Channel, LiveFrame
 from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, Authenticated, Decoded
 from readapi.openapi import describe, header
-from readapi.services import services
+from readapi.services import held_by, services
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 OPENED = b"retry: 1000\n\n"
@@ -85,7 +85,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
           media_type="text/event-stream", query=(LAST_EVENT_ID,))
 @get("/api/realtime")
 async def operator_stream(request: Request, principal: Authenticated) -> Stream:
-    return event_stream(request, Channel("operator", principal.org_id))
+    return event_stream(request, Channel("operator", principal.org_id, held=held_by(principal)))
 
 
 @describe("What the visitor may see, as it happens", VISITOR, answer=FRAMES + "Events: `conversation.created` "

@@ -15,7 +15,7 @@ from commands import two_factor
 from commands.admin import Created
 from commands.principal import Principal
 from projections.views.two_factor import TwoFactorStatus, two_factor_status
-from readapi.auth import OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded, operator_only
+from readapi.auth import OPERATOR, OPERATOR_ENROLLING, OWNER, Authenticated, Decoded, operator_only
 from readapi.openapi import describe
 from readapi.services import caught_up, json_response, run_command, services, written
 
@@ -97,11 +97,10 @@ async def remove_totp(request: Request, principal: Authenticated, payload: Decod
 
 
 @describe("Whether every operator of the organization must sign in with two factors; those without are sent "
-          "to enrol (only an operator who has it on may require it: 409)", OPERATOR, body=Security, answer=Security,
+          "to enrol (owners; only one who has it on may require it: 409)", OWNER, body=Security, answer=Security,
           errors=(409,), example={"requireTwoFactor": True})
 @put("/api/organization/security", status_code=200)
 async def set_security(request: Request, principal: Authenticated, payload: Decoded[Security]) -> Response:
-    operator_only(principal)
     created = await run_command(request, two_factor.require_two_factor, principal, payload.require_two_factor)
     await written(request, created)
     return json_response(Security(payload.require_two_factor), created)

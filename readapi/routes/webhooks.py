@@ -15,7 +15,7 @@ from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from projections.views import webhook_deliveries as delivery_log
 from events.ids import parse_id
-from readapi.auth import OPERATOR, Authenticated, Decoded
+from readapi.auth import ADMIN, Authenticated, Decoded
 from projections.views.collections import (
     WEBHOOK_SUBSCRIPTIONS, WebhookSubscription, WebhookSubscriptionWithSecret, read_list, read_one,
 )
@@ -51,7 +51,7 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
         return await read_one(conn, WEBHOOK_SUBSCRIPTIONS, principal, subscription_id)
 
 
-@describe("List the webhook subscriptions", OPERATOR, answer=list[WebhookSubscription],
+@describe("List the webhook subscriptions", ADMIN, answer=list[WebhookSubscription],
           query=collection_query(WEBHOOK_SUBSCRIPTIONS)[:-1])
 @get("/api/webhooksubscriptions")
 async def list_subscriptions(request: Request, principal: Authenticated) -> Response:
@@ -61,7 +61,7 @@ async def list_subscriptions(request: Request, principal: Authenticated) -> Resp
         return json_response(await read_list(conn, WEBHOOK_SUBSCRIPTIONS, principal, request.query_params))
 
 
-@describe("Subscribe a URL to events; the answer alone carries the signing secret", OPERATOR,
+@describe("Subscribe a URL to events; the answer alone carries the signing secret", ADMIN,
           links={"update_subscription": {"subscriptionId": ID}, "delete_subscription": {"subscriptionId": ID},
                  "list_deliveries": {"subscriptionId": ID}, "recover_deliveries": {"subscriptionId": ID}},
           body=webhooks.WebhookCreate, answer=WebhookSubscriptionWithSecret,
@@ -76,7 +76,7 @@ async def create_subscription(request: Request, principal: Authenticated,
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
-@describe("Change a webhook subscription (only the fields given)", OPERATOR, body=webhooks.WebhookUpdate,
+@describe("Change a webhook subscription (only the fields given)", ADMIN, body=webhooks.WebhookUpdate,
           answer=WebhookSubscription, example={"active": True})
 @put("/api/webhooksubscriptions/{subscription_id:str}")
 async def update_subscription(request: Request, principal: Authenticated, payload: Decoded[webhooks.WebhookUpdate],
@@ -86,7 +86,7 @@ async def update_subscription(request: Request, principal: Authenticated, payloa
     return json_response(await subscription(request, principal, created.id, created), created)
 
 
-@describe("Delete a webhook subscription", OPERATOR, answer=Deleted)
+@describe("Delete a webhook subscription", ADMIN, answer=Deleted)
 @delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
 async def delete_subscription(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
     created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
@@ -94,7 +94,7 @@ async def delete_subscription(request: Request, principal: Authenticated, subscr
     return json_response(Deleted(created.id, True), created)
 
 
-@describe("The subscription's delivery log, with each delivery's attempts", OPERATOR,
+@describe("The subscription's delivery log, with each delivery's attempts", ADMIN,
           answer=delivery_log.DeliveryPage, query=DELIVERIES_QUERY)
 @get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
 async def list_deliveries(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
@@ -103,7 +103,7 @@ async def list_deliveries(request: Request, principal: Authenticated, subscripti
         return json_response(await delivery_log.deliveries_page(conn, found.id, request.query_params))
 
 
-@describe("Deliver one delivery again", OPERATOR, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
+@describe("Deliver one delivery again", ADMIN, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
 @post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
 async def retry_delivery(request: Request, principal: Authenticated, subscription_id: FromPath[str],
                          delivery_id: FromPath[str]) -> Response:
@@ -115,7 +115,7 @@ async def retry_delivery(request: Request, principal: Authenticated, subscriptio
         return json_response(await delivery_log.delivery(conn, found.id, target))
 
 
-@describe("Deliver again everything since a time", OPERATOR, body=delivery_log.Recover, answer=Redelivering,
+@describe("Deliver again everything since a time", ADMIN, body=delivery_log.Recover, answer=Redelivering,
           errors=(409,), position=False, example={"since": "2026-11-23T00:00:00Z"})
 @post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
 async def recover_deliveries(request: Request, principal: Authenticated, payload: Decoded[delivery_log.Recover],

@@ -12,7 +12,7 @@ from commands import apikeys, websites
 from commands.admin import Created
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
 from projections.views.collections import (API_KEYS, OPERATORS, WEBSITES, ApiKey, ApiKeyWithSecret, Collection, Operator, Website,
                                  WebsiteWithSecret, read_list, read_one)
 from readapi.openapi import ID, NAME, ListOf, collection_query, describe
@@ -32,13 +32,13 @@ async def list_response(request: Request, principal: Principal, collection: Coll
         return json_response(await read_list(conn, collection, principal, request.query_params))
 
 
-@describe("List the API keys", OPERATOR, answer=ListOf(ApiKey), query=collection_query(API_KEYS))
+@describe("List the API keys", ADMIN, answer=ListOf(ApiKey), query=collection_query(API_KEYS))
 @get("/api/apikeys")
 async def list_keys(request: Request, principal: Authenticated) -> Response:
     return await list_response(request, principal, API_KEYS)
 
 
-@describe("Create an API key; the answer alone carries its secret", OPERATOR, body=apikeys.ApiKeyCreate,
+@describe("Create an API key; the answer alone carries its secret", ADMIN, body=apikeys.ApiKeyCreate,
           links={"revoke_key": {"keyId": ID}},
           answer=ApiKeyWithSecret, example={"name": "CRM sync", "scopes": ["customers:read", "customers:write"]})
 @post("/api/apikeys", status_code=200)
@@ -48,14 +48,14 @@ async def create_key(request: Request, principal: Authenticated, payload: Decode
     return json_response(ApiKeyWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
-@describe("Revoke an API key", OPERATOR, answer=ApiKey)
+@describe("Revoke an API key", ADMIN, answer=ApiKey)
 @delete("/api/apikeys/{key_id:str}", status_code=200)
 async def revoke_key(request: Request, principal: Authenticated, key_id: FromPath[str]) -> Response:
     created = await run_command(request, apikeys.revoke_key, principal, parse_id(key_id))
     return await one_response(request, API_KEYS, principal, created.id, created=created)
 
 
-@describe("Create a website; the answer alone carries its identity secret", OPERATOR,
+@describe("Create a website; the answer alone carries its identity secret", ADMIN,
           links={"get_website": {"websiteName": NAME}, "update_website": {"websiteName": NAME},
                  "rotate_identity_secret": {"websiteName": NAME}},
           body=websites.WebsiteCreate, answer=WebsiteWithSecret, errors=(409,),
@@ -68,7 +68,7 @@ async def create_website(request: Request, principal: Authenticated,
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 
 
-@describe("Change a website's settings (only the fields given)", OPERATOR, body=websites.WebsiteSettings,
+@describe("Change a website's settings (only the fields given)", ADMIN, body=websites.WebsiteSettings,
           answer=Website, example={"allowedOrigins": ["https://acme.example"]})
 @put("/api/websites/{website_name:str}")
 async def update_website(request: Request, principal: Authenticated, payload: Decoded[websites.WebsiteSettings],
@@ -77,7 +77,7 @@ async def update_website(request: Request, principal: Authenticated, payload: De
     return await one_response(request, WEBSITES, principal, created.id, created=created)
 
 
-@describe("Rotate a website's identity secret; the answer alone carries the new one", OPERATOR,
+@describe("Rotate a website's identity secret; the answer alone carries the new one", ADMIN,
           answer=WebsiteWithSecret)
 @post("/api/websites/{website_name:str}/identity-secret", status_code=200)
 async def rotate_identity_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:

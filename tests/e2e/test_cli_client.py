@@ -274,6 +274,18 @@ def test_the_commands_against_a_live_server(server, http, tenant, tmp_path):
         tail.stop()
 
 
+def test_operators_invite_prints_the_link_to_hand_over(server, http, tenant, tmp_path):
+    cli = logged_in(tmp_path, server, tenant)
+    email = f"cli-invitee-{uuid.uuid4().hex[:8]}@example.com"
+    url = cli.ok("operators", "invite", email, "--role", "admin").strip()
+    assert "/app/#/invite/" in url
+    accepted = http.post(f"/api/invitations/{url.rsplit('/', 1)[1]}/accept",
+                         json={"displayName": "Cli", "password": "a long passphrase"})
+    assert accepted.status_code == 200, accepted.text
+    me = http.get("/api/operators/me", headers=token(accepted.json()["token"])).json()
+    assert (me["email"], me["role"]) == (email, "admin")
+
+
 def test_watch_prints_a_new_message(server, http, tenant, tmp_path):
     cli = logged_in(tmp_path, server, tenant)
     conversation = seed_conversation(http, tenant, "First question")

@@ -5,6 +5,7 @@ and every page's text shown as text."""
 from __future__ import annotations
 
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -105,6 +106,22 @@ def test_sign_in_shows_the_inbox_with_the_api_s_counts(dashboard, http, tenant):
     assert dashboard.page.locator(".conversations li[data-id]").count() == 3
     assert "token" not in dashboard.page.url and dashboard.token() not in dashboard.page.url
     screenshot(dashboard.page, "inbox")
+    dashboard.assert_clean()
+
+
+def test_a_wrong_password_is_told_on_the_page_with_no_browser_dialog(dashboard):
+    page = dashboard.page
+    page.goto(dashboard.url())
+    page.get_by_label("E-mail").fill(dashboard.tenant.operator_email)
+    page.get_by_label("Password").fill("not the password")
+    # a Basic challenge would hold the answer behind the browser's own user-name-and-password dialog
+    # (headless, for ever)
+    with page.expect_response(lambda r: r.url.endswith("/api/operators/sessions")) as answer:
+        page.get_by_role("button", name="Sign in").click()
+    assert answer.value.status == 401
+    assert "basic" not in answer.value.headers["www-authenticate"].lower()
+    page.get_by_text("Unknown e-mail address or wrong password.").wait_for()
+    assert page.url.endswith("/app/signin") and dashboard.token() is None
     dashboard.assert_clean()
 
 
@@ -216,6 +233,17 @@ def test_an_api_key_created_in_the_dashboard_works_and_its_secret_is_shown_once(
     page.wait_for_selector("tbody tr >> text=Revoked")
     assert http.get("/api/websites", headers=basic(secret)).status_code == 401
     dashboard.assert_clean()
+
+
+def test_an_agent_sees_only_the_pages_its_role_may_use(context, server, tenant):
+    agent = tenant.add_operator("agent")
+    page = Dashboard(context, server, dataclasses.replace(tenant, operator_email=agent.email)).sign_in().page
+    assert page.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Reports"]
+    answers = []
+    page.on("response", lambda response: answers.append(response.status) if "/api/apikeys" in response.url else None)
+    page.goto(server.base_url + "/app/keys")
+    page.locator(".role-refused", has_text="Your role (agent) cannot use API keys").wait_for()
+    assert answers == []  # the page says so rather than send requests bound to fail
 
 
 def test_a_document_created_in_the_dashboard_is_found_by_the_search_box(dashboard, tenant):

@@ -16,7 +16,7 @@ from tests.support.browser import browser, screenshot  # noqa: F401 - fixtures
 
 def enrol_in_the_dashboard(dashboard: Dashboard) -> tuple[pyotp.TOTP, list[str]]:
     page = dashboard.page
-    page.get_by_role("link", name="Profile").click()
+    page.click("header a.me")  # the operator's name opens their profile
     page.wait_for_selector("parley-profile[data-ready]")
     page.get_by_role("button", name="Turn on two-factor sign-in").focus()
     page.keyboard.press("Enter")
@@ -24,6 +24,7 @@ def enrol_in_the_dashboard(dashboard: Dashboard) -> tuple[pyotp.TOTP, list[str]]
     page.wait_for_function("() => document.querySelector('img.qr').naturalWidth > 0")  # the service's SVG drew
     secret = page.text_content("#totp-secret").replace(" ", "")
     totp = pyotp.TOTP(secret)
+    page.locator("#two-factor-title").evaluate("title => title.scrollIntoView()")  # the enrolment, whole
     screenshot(page, "two-factor")
     assert page.evaluate("document.activeElement.id") == "totp-code"  # ready to type, no mouse needed
     page.keyboard.type(totp.now())
@@ -58,6 +59,12 @@ def test_enrol_in_the_dashboard_then_sign_in_with_a_code_and_a_recovery_code_onc
     dashboard.sign_in()
     totp, codes = enrol_in_the_dashboard(dashboard)
     assert http.get("/api/operators/me/totp", headers=tenant.operator).json()["enrolled"] is True
+    # the owner requires it of the whole organization, on the Organization page
+    dashboard.page.get_by_role("link", name="Organization").click()
+    dashboard.page.get_by_label("Require two-factor sign-in for every operator").check()
+    dashboard.page.get_by_role("button", name="Apply to the organization").click()
+    dashboard.page.get_by_text("Saved: every operator needs two-factor sign-in").wait_for()
+    assert http.get("/api/operators/me/totp", headers=tenant.operator).json() == {"enrolled": True, "required": True}
 
     sign_out(dashboard)
     sign_in_with_code(dashboard, totp.at(time.time() + totp.interval))  # the next step's: each passes once

@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from tests.support.servers import basic, token
+from tests.support.servers import basic, make_server, make_tenant, token
+from tests.support.mcp_helpers import PASSWORD, Flow, hidden_fields, pkce
 from tests.integration.test_resources import create_conversation, create_customer, post_message
 
 
@@ -172,6 +173,56 @@ def test_operator_sign_in_and_sign_out(http, tenant):
     assert http.post("/api/messages", headers=session, json={
         "conversationId": conversation["_id"], "content": "signed out", "from": "operator"}).status_code == 401
     assert http.get("/api/websites", headers=tenant.operator).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def guarded(infra, tmp_path_factory):
+    """A server with the default backoff (the suite's own server lifts it, as it lifts the rate limits)."""
+    server = make_server(infra, tmp_path_factory.mktemp("guarded"), PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="5").start()
+    yield server
+    server.stop()
+
+
+def test_guessing_one_accounts_password_holds_that_account_back_only(guarded):
+    victim, other = make_tenant(guarded), make_tenant(guarded)
+    with guarded.client() as http:
+        def attempt(email: str, password: str):
+            return http.post("/api/operators/sessions", json={"email": email, "password": password})
+
+        assert [attempt(victim.operator_email, f"guess {n}").status_code for n in range(5)] == [401] * 5
+        refused = attempt(victim.operator_email, "guess 5")
+        assert refused.status_code == 429 and refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["field"] == "email" and "failed sign-ins" in refused.json()["detail"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 15 * 60
+        # held back whatever the password and however the address is written: the guesser learns nothing
+        assert attempt(victim.operator_email, PASSWORD).status_code == 429
+        assert attempt(f" {victim.operator_email.upper()}", PASSWORD).status_code == 429
+        assert attempt(other.operator_email, PASSWORD).status_code == 200
+        # an address no operator has is held back alike, so a refusal does not tell the two apart
+        ghost = f"ghost-{uuid.uuid4().hex[:8]}@example.com"
+        assert [attempt(ghost, PASSWORD).status_code for _ in range(6)] == [401] * 5 + [429]
+        # a successful sign-in clears the count
+        assert [attempt(other.operator_email, "wrong").status_code for _ in range(4)] == [401] * 4
+        assert attempt(other.operator_email, PASSWORD).status_code == 200
+        assert [attempt(other.operator_email, "wrong").status_code for _ in range(5)] == [401] * 5
+
+        # the MCP consent page's sign-in counts the same failures
+        flow = Flow(http, guarded.base_url)
+        flow.register()
+        page = http.get(http.get(flow.authorize_url(pkce()[1])).headers["location"])
+        held = http.post("/oauth/consent", data={**hidden_fields(page.text), "email": victim.operator_email,
+                                                 "password": PASSWORD})
+        assert held.status_code == 429 and "failed sign-ins" in held.text
+        assert 1 <= int(held.headers["Retry-After"]) <= 15 * 60
+def test_a_refused_sign_in_names_no_basic_challenge(http, tenant):
+    """A Basic challenge makes a browser ask for a user name and password in a dialog of its own, over the
+    dashboard's sign-in page (which says what went wrong itself)."""
+    for email, password in ((tenant.operator_email, "nope"), ("ghost@example.com", "correct horse")):
+        refused = http.post("/api/operators/sessions", json={"email": email, "password": password})
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        challenge = refused.headers["www-authenticate"]
+        assert challenge and "basic" not in challenge.lower(), challenge
 
 
 def test_sign_out_refuses_api_keys(http, tenant):

@@ -108,6 +108,26 @@ def test_bad_or_oversized_context_is_400_and_keeps_the_stored_set(api, site_serv
         "readables": [[None, "kept", 1]], "actions": []}
 
 
+def nested(levels: int, inner: str = "1") -> str:
+    return "[" * levels + inner + "]" * levels
+
+
+@pytest.mark.parametrize("value", [
+    nested(100_000),  # deeper than the decoder recurses
+    nested(900, '"a\\u0000b"'),  # a NUL deep down, where a recursive search for it would overflow
+    nested(62),  # 65 levels with the body's own three: one past the bound, though small enough to decode
+], ids=["100000-levels", "900-levels-and-a-nul", "65-levels"])
+def test_deeply_nested_context_is_400(api, site_server, site, value):
+    visitor = start_session(api, site.website_id)
+    body = '{"readables": [{"description": "deep", "value": ' + value + "}]}"
+    response = api.put("/api/chat/context", headers={**visitor.headers, "Content-Type": "application/json"},
+                       content=body)
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "nests deeper than 64 levels" in response.json()["detail"]
+    assert put_context(api, visitor, [{"description": "shallow", "value": json.loads(nested(61))}]).status_code == 200
+
+
 def test_context_accepts_only_the_chat_session(api, site):
     for headers in (site.operator, site.key(), {}):
         response = api.put("/api/chat/context", headers=headers, json={"readables": []})

@@ -69,6 +69,22 @@ def test_signed_email_binds_and_is_attached(http, tenant):
     assert missing.status_code == 401
 
 
+@pytest.mark.parametrize("written", ["Victim-{}@Example.COM", " victim-{}@example.com", "victim-{}@example.com\n"])
+def test_a_signature_of_another_spelling_does_not_open_the_canonical_address(http, tenant, written):
+    tag = uuid.uuid4().hex[:6]
+    email = f"victim-{tag}@example.com"
+    victim = start_session(http, tenant.website_id, email=email, emailSignature=sign(tenant.identity_secret, email))
+    variant = written.format(tag)
+    # the attacker holds a valid signature of the variant (an integrator that signs addresses as typed)
+    answer = http.post("/api/chat/sessions", json={"websiteId": str(tenant.website_id), "email": variant,
+                                                   "emailSignature": sign(tenant.identity_secret, variant)})
+    assert answer.status_code == 400
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["field"] == "email" and "lower case" in answer.json()["detail"]
+    bound = http.get("/api/customers", params={"email": email}, headers=tenant.operator).json()
+    assert [c["_id"] for c in bound] == [str(victim.customer_id)]
+
+
 def test_signed_email_is_attached_to_the_signed_user(http, tenant):
     email = f"bob-{uuid.uuid4().hex[:6]}@example.com"
     visitor = start_session(http, tenant.website_id, userId="bob", signature=sign(tenant.identity_secret, "bob"),

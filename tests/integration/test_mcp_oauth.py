@@ -205,6 +205,16 @@ def test_a_read_token_calling_a_write_tool_gets_insufficient_scope(server, http,
     assert [m["from"] for m in messages] == ["customer"]  # nothing was sent
 
 
+def test_a_deeply_nested_body_is_a_client_error(server, http, flow, tenant):
+    access = flow.tokens(tenant.operator_email, scope="parley:read")["access_token"]
+    nested = "[" * 100_000 + "]" * 100_000
+    body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ' + nested + "}"
+    response = http.post("/mcp", content=body, headers={
+        "Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json", "MCP-Protocol-Version": "2025-06-18"})
+    assert 400 <= response.status_code < 500, response.text
+
+
 def test_one_organizations_connection_cannot_reach_anothers_conversation(server, http, flow, tenant, other_tenant):
     theirs = seed_conversation(http, other_tenant, "private question")
     access = flow.tokens(tenant.operator_email)["access_token"]

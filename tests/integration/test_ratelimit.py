@@ -137,7 +137,8 @@ def test_the_anonymous_limit_ignores_a_spoofed_forwarded_for(limited):
 @pytest.fixture(scope="module")
 def proxied(infra, tmp_path_factory):
     server = make_server(infra, tmp_path_factory.mktemp("proxied"), PARLEY_RATE_ANONYMOUS_PER_MINUTE="3",
-                         PARLEY_RATE_SIGNIN_PER_MINUTE="5", PARLEY_TRUSTED_PROXIES="10.0.0.0/8, 127.0.0.1").start()
+                         PARLEY_RATE_SIGNIN_PER_MINUTE="5", PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="2",
+                         PARLEY_TRUSTED_PROXIES="10.0.0.0/8, 127.0.0.1").start()
     yield server
     server.stop()
 
@@ -155,6 +156,22 @@ def test_behind_a_trusted_proxy_each_client_address_has_its_own_limit(proxied):
         # what the client wrote left of the address our proxy saw does not escape the limit
         spoofed = [documents(f"198.51.100.{i}, 203.0.113.50") for i in range(4)]
         assert [s.status_code for s in spoofed] == [200, 200, 200, 429]
+
+
+def test_one_address_starts_a_bounded_number_of_chat_sessions(proxied):
+    """Each chat session has its own request budget, so starting sessions is bounded per address (2 a
+    minute here, below the address's 3 anonymous requests): the third answers 429 and creates no customer;
+    another address still starts one."""
+    tenant = make_tenant(proxied)
+    with proxied.client() as client:
+        def start(address: str):
+            return client.post("/api/chat/sessions", json={"websiteId": str(tenant.website_id)},
+                               headers={"X-Forwarded-For": address})
+
+        assert [start("203.0.113.30").status_code for _ in range(2)] == [200, 200]
+        assert_refused(start("203.0.113.30"), "chatsessions", 2)
+        assert len(client.get("/api/customers", headers=token(tenant.operator_token)).json()) == 2
+        assert start("203.0.113.31").status_code == 200
 
 
 def test_hammering_the_sign_in_is_refused_and_others_still_sign_in(proxied):

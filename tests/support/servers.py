@@ -149,10 +149,11 @@ class Server:
 def server_env(infra: Infra, database_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     # Every test client is 127.0.0.1, one anonymous rate-limit bucket for the whole suite: lift its limit
-    # unless a test sets its own.
+    # unless a test sets its own; likewise the per-account sign-in backoff, which wrong-password tests reach.
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=infra.nats_url,
                PARLEY_NATS_STREAM=f"T{uuid.uuid4().hex[:10].upper()}", PARLEY_LOG_LEVEL="WARNING",
-               PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000")
+               PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000",
+               PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="100000", PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="100000")
     env.update(extra)
     return env
 
@@ -168,6 +169,15 @@ def basic(secret: str) -> dict[str, str]:
 
 def token(value: str) -> dict[str, str]:
     return {"Authorization": f"Token {value}"}
+
+
+@dataclass(frozen=True)
+class Colleague:
+    """An operator added to a tenant's organization: its id, e-mail address and token's headers."""
+
+    id: uuid.UUID
+    email: str
+    headers: dict[str, str]
 
 
 @dataclass
@@ -199,6 +209,17 @@ class Tenant:
             store.close()
         self.server.wait_projected(created.position)
         return created.id, basic(secret)
+
+    def add_operator(self, role: str) -> Colleague:
+        """Another operator of the organization, with `role`."""
+        email = f"{role}-{uuid.uuid4().hex[:8]}@example.com"
+        store = self.server.store()
+        try:
+            created, secret = admin.create_operator(store, self.org_id, email, "correct horse", role)
+        finally:
+            store.close()
+        self.server.wait_projected(created.position)
+        return Colleague(created.id, email, token(secret))
 
     def add_website(self, name: str | None = None) -> tuple[uuid.UUID, str]:
         store = self.server.store()

@@ -203,9 +203,13 @@ def test_a_session_checks_the_signed_identity():
     assert user.binding == ("customer-user", "u1")
     with pytest.raises(Unauthorized):
         chat_session.check_identity("secret", "u1", "forged", None, None)
-    email = " Ann@Example.com"
+    email = "ann@example.com"
     signed = chat_session.check_identity("secret", None, None, email, chat_session.identity_signature("secret", email))
     assert signed.binding == ("customer-email", "ann@example.com")
+    # a signature binds the exact string: another spelling of the address, signed as written, binds nothing
+    variant = " Ann@Example.com"
+    with pytest.raises(Invalid, match="lower case"):
+        chat_session.check_identity("secret", None, None, variant, chat_session.identity_signature("secret", variant))
     with pytest.raises(Invalid):
         chat_session.check_identity("secret", None, None, "nobody", chat_session.identity_signature("secret", "nobody"))
     assert chat_session.check_identity("secret", None, None, None, None).binding is None

@@ -1,5 +1,6 @@
 """The browser code's structure, read from the files alone (no browser, no server): no module cycle, one
-element builder, and one definition of the pet atlas format for Python and JavaScript."""
+element builder, one definition of the pet atlas format for Python and JavaScript, and every scope on the API
+keys page."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from pathlib import Path
 
 from commands import pets
+from commands.principal import ALL_SCOPES
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 # A module names another by a quoted path ending in .js: a static import or export, or a path it imports
@@ -87,3 +89,8 @@ def test_the_pet_format_is_the_one_data_file():
         assert "/pets/atlas.json" in (WEB / script).read_text(), script
     copies = [str(path.relative_to(WEB)) for path in scripts() if re.search(r"cellWidth\s*:", path.read_text())]
     assert copies == []
+
+
+def test_the_api_keys_page_offers_every_scope():
+    listed = re.search(r"const SCOPES = \[([^\]]*)\]", (WEB / "app" / "pages" / "keys.js").read_text()).group(1)
+    assert set(re.findall(r'"([^"]+)"', listed)) == ALL_SCOPES

@@ -52,6 +52,13 @@ export async function api(method, path, body) {
   return response.status === 204 ? null : response.json();
 }
 
+/** A download (`Accept: type`) as a Blob, with the same credential and the same errors as `api`. */
+export async function download(path, params, type) {
+  const response = await fetch(`${path}?${new URLSearchParams(params)}`, {headers: headers({Accept: type})});
+  if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+  return response.blob();
+}
+
 export const get = (path, params) => api("GET", params ? `${path}?${new URLSearchParams(params)}` : path);
 
 /** `totp`: the code of an operator with two-factor sign-in (or a recovery code), once the server asked for it. */

@@ -4,19 +4,26 @@
 
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
+import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
+// label, module, element, and the least role that may use the page (none: every operator)
 const PAGES = {
   inbox: ["Inbox", "./pages/inbox.js", "parley-inbox"],
   documents: ["Help documents", "./pages/documents.js", "parley-documents"],
-  webhooks: ["Webhooks", "./pages/webhooks.js", "parley-webhooks"],
-  keys: ["API keys", "./pages/keys.js", "parley-keys"],
-  websites: ["Websites", "./pages/websites.js", "parley-websites"],
-  campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns"],
+  webhooks: ["Webhooks", "./pages/webhooks.js", "parley-webhooks", "admin"],
+  keys: ["API keys", "./pages/keys.js", "parley-keys", "admin"],
+  websites: ["Websites", "./pages/websites.js", "parley-websites", "admin"],
+  campaigns: ["Campaigns", "./pages/campaigns.js", "parley-campaigns", "admin"],
   reports: ["Reports", "./pages/reports.js", "parley-reports"],
-  profile: ["Profile", "./pages/profile.js", "parley-profile"],
+  audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
+  organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
+  operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
 };
-// What an operator who must enrol in two-factor sign-in (the organization requires it) may open until then.
-const ENROLLING = {profile: PAGES.profile};
+// every operator's own, opened from its name in the header rather than the navigation; the one page of an
+// operator who must enrol in two-factor sign-in (the organization requires it) until they have
+const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
+// owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
+const RANK = {agent: 0, admin: 1, owner: 2};
 
 class ParleyApp extends HTMLElement {
   connectedCallback() {
@@ -29,8 +36,27 @@ class ParleyApp extends HTMLElement {
       event.preventDefault();
       this.navigate(link.getAttribute("href"));
     });
-    if (session.token) this.start();
-    else this.showSignIn();
+    const link = location.hash.match(/^#\/(invite|reset)\/([^/]+)$/); // an invitation's or a reset's link
+    const landed = singleSignOnLanding();
+    if (link) this.showLink(link[1], decodeURIComponent(link[2]));
+    else if (session.token) this.start();
+    else this.showSignIn(landed.error && new Error(`Single sign-on failed: ${landed.error}.`));
+  }
+
+  /** The page of an invitation or a password reset link; then the dashboard, or sign-in. */
+  showLink(kind, token) {
+    this.stopRealtime?.();
+    this.me = null;
+    const done = (signedIn, notice) => {
+      history.replaceState(null, "", signedIn ? "/app/inbox" : "/app/signin");
+      if (!signedIn) return this.showSignIn(notice);
+      keep(signedIn);
+      return this.start();
+    };
+    document.title = `${kind === "invite" ? "Invitation" : "New password"} · Parley`;
+    const shown = (kind === "invite" ? inviteForm : resetForm)(token, done);
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   navigate(path, {replace: replacing = false} = {}) {
@@ -49,7 +75,27 @@ class ParleyApp extends HTMLElement {
     const code = h("input", {name: "totp", autocomplete: "one-time-code", inputmode: "numeric", spellcheck: "false"});
     const codeField = field("Two-factor code", code, "From your authenticator app, or one of your recovery codes.");
     codeField.hidden = true;
-    const status = h("div", {"aria-live": "polite"}, notice && h("p", {class: "notice"}, notice));
+    const status = h("div", {"aria-live": "polite"},
+      notice instanceof Error ? errorBox(notice) : notice && h("p", {class: "notice"}, notice));
+    const sso = h("div", {class: "sso", "aria-live": "polite"});
+    // a sign-in link naming the organization: /app/signin?org=<organization id>
+    const organization = new URLSearchParams(location.search).get("org");
+    let asked = "";
+    const offerSingleSignOn = async (params) => { // "Sign in with …" when the organization has SSO enabled
+      const key = new URLSearchParams(params).toString();
+      if (key === asked) return;
+      asked = key;
+      const found = await get("/api/sso/discover", params).catch(() => null);
+      if (key !== asked) return; // a later address was typed meanwhile
+      replace(sso, found && h("a", {class: "button", href: found.startUrl, id: "sso-sign-in"},
+        `Sign in with ${found.buttonLabel}`));
+    };
+    email.addEventListener("input", () => {
+      const domain = email.value.includes("@") ? email.value.split("@").pop().trim() : "";
+      if (domain.includes(".")) offerSingleSignOn({email: email.value.trim()});
+      else if (!organization) replace(sso);
+    });
+    if (organization) offerSingleSignOn({organizationId: organization});
     const form = h("form", {class: "signin card", onsubmit: async (event) => {
       event.preventDefault();
       form.querySelector("button").disabled = true;
@@ -76,16 +122,30 @@ class ParleyApp extends HTMLElement {
     }},
       h("h1", null, "Sign in to Parley"),
       field("E-mail", email), field("Password", password), codeField,
-      h("button", {type: "submit"}, "Sign in"), status);
+      h("button", {type: "submit"}, "Sign in"), sso, status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
+    this.offerSetup();
+  }
+
+  /** A fresh install (no operator yet) offers to create its first owner instead of signing in. */
+  async offerSetup() {
+    const state = await get("/api/setup").catch(() => null);
+    if (!state?.available || this.me) return;
+    const shown = setupForm(state, (token) => {
+      keep(token);
+      history.replaceState(null, "", "/app/inbox");
+      return this.start();
+    });
+    replace(this, h("main", {class: "signin-page", id: "main"}, shown));
+    shown.querySelector("input").focus();
   }
 
   async start() {
     const [me, twoFactor] = await Promise.all([get("/api/operators/me"), get("/api/operators/me/totp")]);
     // the organization requires two-factor sign-in and this operator has none: their profile alone, to enrol
-    this.pages = twoFactor.required && !twoFactor.enrolled ? ENROLLING : PAGES;
-    if (this.pages === ENROLLING) {
+    this.enrolOnly = twoFactor.required && !twoFactor.enrolled;
+    if (this.enrolOnly) {
       this.me = me;
       this.websites = [];
       this.operators = [];
@@ -109,6 +169,9 @@ class ParleyApp extends HTMLElement {
     this.route();
   }
 
+  /** Whether the signed-in operator's role is `wanted` or above it. */
+  hasRole(wanted) { return (RANK[this.me?.role] ?? -1) >= RANK[wanted]; }
+
   get website() { return this.websites.find((w) => w._id === session.website) ?? null; }
 
   async reloadWebsites() {
@@ -129,7 +192,9 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
-    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, Object.entries(this.pages).map(([key, [label]]) =>
+    const usable = this.enrolOnly ? [["profile", PROFILE]]
+      : Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
+    this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, usable.map(([key, [label]]) =>
       h("li", null, h("a", {href: `/app/${key}`, "data-page": key}, label)))));
     this.outlet = h("main", {id: "main", tabindex: "-1"});
     replace(this,
@@ -138,7 +203,8 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
-        h("a", {class: "me", href: "/app/profile"}, this.me.email),
+        h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
+          this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
           await signOut().catch(() => {});
           this.showSignIn("You are signed out.");
@@ -149,12 +215,17 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = this.pages[key] ?? Object.values(this.pages)[0];
+    const page = key === "profile" || this.enrolOnly ? PROFILE : PAGES[key] ?? PAGES.inbox;
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
     document.title = `${page[0]} · Parley`;
+    if (page[3] && !this.hasRole(page[3])) { // opened by its address: say so rather than fail its requests
+      replace(this.outlet, h("section", {class: "card role-refused"}, h("h1", null, page[0]),
+        h("p", null, `Your role (${this.me.role}) cannot use ${page[0]}: ask an admin or an owner of the organization.`)));
+      return;
+    }
     await import(page[1]);
     let element = this.outlet.firstElementChild;
     if (element?.localName !== page[2]) {
@@ -164,6 +235,19 @@ class ParleyApp extends HTMLElement {
     }
     element.show(rest, new URLSearchParams(location.search));
   }
+}
+
+/**
+ * Where single sign-on lands (readapi/routes/sso.py): `/app/#sso-token=<token>` or `#sso-error=<why>`. The
+ * fragment never reaches a server; the token is stored like a password sign-in's and the fragment is
+ * stripped from the address (and so from the history) at once. Answers {error} when it failed.
+ */
+function singleSignOnLanding() {
+  const found = new URLSearchParams(location.hash.slice(1));
+  if (!found.has("sso-token") && !found.has("sso-error")) return {};
+  history.replaceState(null, "", location.pathname + location.search);
+  if (found.get("sso-token")) session.token = found.get("sso-token");
+  return {error: found.get("sso-error")};
 }
 
 customElements.define("parley-app", ParleyApp);

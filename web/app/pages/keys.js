@@ -4,8 +4,9 @@ import {api, get} from "../api.js";
 import {Page} from "../page.js";
 import {errorBox, field, h, replace, secretOnce, time} from "../dom.js";
 
-const SCOPES = ["conversations:read", "customers:read", "customers:write", "documents:read", "messages:read",
-                "messages:write", "websites:read"];
+// every scope the service knows (commands/principal.py ALL_SCOPES; tests/unit/test_web_modules.py compares them)
+const SCOPES = ["conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
+                "messages:read", "messages:write", "websites:read"];
 
 class ParleyKeys extends Page {
   show() {

@@ -1,10 +1,12 @@
-// Profile: the operator's own account. Two-factor sign-in: enrol with the QR code the service draws (an SVG,
-// shown as an image: never parsed into the page) or the key typed by hand, confirm with a code, see the ten
-// recovery codes once; turn it off with a code. And the organization's requirement of it.
+// The signed-in operator's own profile: the display name, the password (the current one required; the other
+// sessions end), two-factor sign-in, and the sessions, each with its browser and last use, each revocable.
+// Two-factor sign-in: enrol with the QR code the service draws (an SVG, shown as an image: never parsed into
+// the page) or the key typed by hand, confirm with a code, see the ten recovery codes once; turn it off with
+// a code.
 
-import {api, get} from "../api.js";
+import {api, get, signOut} from "../api.js";
 import {Page} from "../page.js";
-import {copyButton, errorBox, field, h, replace} from "../dom.js";
+import {copyButton, errorBox, field, h, replace, time} from "../dom.js";
 
 const grouped = (secret) => secret.match(/.{1,4}/g).join(" ");
 
@@ -16,21 +18,47 @@ function codeInput(id) {
 class ParleyProfile extends Page {
   async show() {
     this.status = await get("/api/operators/me/totp");
-    this.render();
-    this.dataset.ready = "";
-  }
+    const me = this.app.me;
+    const name = h("input", {id: "profile-name", maxlength: "100", value: me.displayName ?? "", autocomplete: "name"});
+    const nameStatus = h("div", {"aria-live": "polite"});
+    const nameForm = h("form", {class: "card stack", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        this.app.me = await api("PATCH", "/api/operators/me", {displayName: name.value.trim() || null});
+        replace(nameStatus, h("p", {class: "notice"}, "Saved."));
+      } catch (error) {
+        replace(nameStatus, errorBox(error));
+      }
+    }}, h("h2", null, "Name"), field("Display name", name, "What visitors and your team see."),
+      h("button", {type: "submit"}, "Save"), nameStatus);
 
-  get enrolling() { return this.status.required && !this.status.enrolled; }
+    const current = h("input", {id: "current-password", type: "password", autocomplete: "current-password", required: true});
+    const next = h("input", {id: "new-password", type: "password", autocomplete: "new-password", required: true, minlength: "10"});
+    const passwordStatus = h("div", {"aria-live": "polite"});
+    const passwordForm = h("form", {class: "card stack", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        await api("PUT", "/api/operators/me/password", {currentPassword: current.value, newPassword: next.value});
+        passwordForm.reset();
+        replace(passwordStatus, h("p", {class: "notice"}, "Password changed: your other sessions are signed out."));
+        this.load();
+      } catch (error) {
+        replace(passwordStatus, errorBox(error));
+      }
+    }}, h("h2", null, "Password"), field("Current password", current),
+      field("New password", next, "At least 10 characters."), h("button", {type: "submit"}, "Change password"),
+      passwordStatus);
 
-  render() {
+    this.sessions = h("div");
     this.twoFactor = h("section", {class: "card stack", "aria-labelledby": "two-factor-title"});
-    replace(this, h("h1", null, "Profile"),
-      h("p", null, "Signed in as ", h("strong", null, this.app.me.email), "."),
-      this.enrolling && h("p", {class: "notice", role: "status"},
+    replace(this, h("h1", null, "Profile"), h("p", null, `${me.email} · ${me.role}`),
+      this.app.enrolOnly && h("p", {class: "notice", role: "status"},
         "Your organization requires two-factor sign-in: turn it on to use the dashboard."),
-      this.twoFactor,
-      !this.enrolling && this.organizationCard());
+      this.app.enrolOnly && this.twoFactor, nameForm, passwordForm, !this.app.enrolOnly && this.twoFactor,
+      h("h2", null, "Sessions"), this.sessions);
     this.showTwoFactor();
+    this.load();
+    this.dataset.ready = "";
   }
 
   showTwoFactor(message) {
@@ -38,7 +66,7 @@ class ParleyProfile extends Page {
     if (!this.status.enrolled) {
       replace(this.twoFactor, title,
         h("p", null, "Sign-in will also ask for a code from an authenticator app on your phone."),
-        message, h("button", {type: "button", id: "totp-start", onclick: () => this.start()}, "Turn on two-factor sign-in"));
+        message, h("button", {type: "button", id: "totp-start", onclick: () => this.enrol()}, "Turn on two-factor sign-in"));
       return;
     }
     const code = codeInput("totp-off-code");
@@ -47,7 +75,7 @@ class ParleyProfile extends Page {
       event.preventDefault();
       try {
         this.status = await api("DELETE", "/api/operators/me/totp", {code: code.value.trim()});
-        this.render();
+        this.showTwoFactor();
         this.querySelector("#two-factor-title").focus();
       } catch (error) {
         replace(status, errorBox(error));
@@ -59,7 +87,7 @@ class ParleyProfile extends Page {
       message, form);
   }
 
-  async start() {
+  async enrol() {
     let enrolment;
     try {
       enrolment = await api("POST", "/api/operators/me/totp");
@@ -97,12 +125,12 @@ class ParleyProfile extends Page {
 
   showRecoveryCodes(codes) {
     const done = h("button", {type: "button", id: "totp-done", onclick: async () => {
-      if (!this.app.pages.inbox) {  // the dashboard was limited to enrolling: it opens in full now
+      if (this.app.enrolOnly) {  // the dashboard was limited to enrolling: it opens in full now
         history.replaceState(null, "", "/app/inbox");
         await this.app.start();
         return;
       }
-      this.render();
+      this.showTwoFactor();
       this.querySelector("#two-factor-title").focus();
     }}, "Done");
     const heading = h("h2", {id: "two-factor-title", tabindex: "-1"}, "Two-factor sign-in is on");
@@ -117,25 +145,22 @@ class ParleyProfile extends Page {
     heading.focus();
   }
 
-  organizationCard() {
-    const require = h("input", {type: "checkbox", id: "require-two-factor", checked: this.status.required});
-    const status = h("div", {"aria-live": "polite"});
-    return h("form", {class: "card stack", onsubmit: async (event) => {
-      event.preventDefault();
-      try {
-        const saved = await api("PUT", "/api/organization/security", {requireTwoFactor: require.checked});
-        this.status = {...this.status, required: saved.requireTwoFactor};
-        replace(status, h("p", {class: "notice"}, saved.requireTwoFactor
-          ? "Every operator now needs two-factor sign-in; those without it are asked to turn it on."
-          : "Two-factor sign-in is up to each operator."));
-      } catch (error) {
-        require.checked = this.status.required;
-        replace(status, errorBox(error));
-      }
-    }},
-      h("h2", null, "Organization"),
-      h("label", null, require, " Require two-factor sign-in for every operator of this organization"),
-      h("button", {type: "submit", class: "secondary"}, "Save"), status);
+  async load() {
+    const sessions = await get("/api/operators/me/sessions");
+    replace(this.sessions, h("table", null,
+      h("thead", null, h("tr", null, ["Browser or client", "Signed in", "Last used", ""].map((t) => h("th", {scope: "col"}, t)))),
+      h("tbody", null, sessions.map((s) => h("tr", {"data-id": s._id},
+        h("td", null, s.userAgent ?? "unknown", s.current ? h("strong", null, " (this session)") : ""),
+        h("td", null, s.createdAt ? time(s.createdAt) : "—"), h("td", null, s.lastUsedAt ? time(s.lastUsedAt) : "—"),
+        h("td", null, h("button", {type: "button", class: "danger", onclick: async () => {
+          if (s.current) {
+            await signOut().catch(() => {});
+            location.assign("/app/signin");
+            return;
+          }
+          await api("DELETE", `/api/operators/me/sessions/${s._id}`);
+          this.load();
+        }}, s.current ? "Sign out" : "End session")))))));
   }
 }
 

@@ -25,7 +25,7 @@ from mcp_server.cli_tokens import API_TOKEN_SECONDS
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
 from projections.views.operators import organizations_of
-from projections.views.sign_in import TooManyFailures, attempt_sign_in
+from projections.views.sign_in import TooManyFailures, attempt_second_factor, attempt_sign_in, signed_in
 from projections.views.two_factor import must_enrol
 from mcp.server.auth.provider import AuthorizeError
 
@@ -212,15 +212,25 @@ class ConsentPage:
         if await asyncio.to_thread(check_second_factor, self.store, found.id, None) == "missing":
             csrf = await self._new_csrf(request_id, None, awaiting_code_of=found.id)
             return self._code(request_id, csrf, client_name, params)
+        await signed_in(self.pool, found.id)
         csrf = await self._new_csrf(request_id, found.id)
         return self._choose(request_id, csrf, client_name, params, await self._organizations(found.id))
 
     async def _second_factor(self, request_id: str, client_name: str, params: dict, operator_id: uuid.UUID,
                              code: str) -> Response:
-        """The code step, for the operator whose password was right: the same check as the REST sign-in."""
+        """The code step, for the operator whose password was right: the same check as the REST sign-in, and
+        each try counted as an attempt of their address."""
+        try:
+            await attempt_second_factor(self.pool, operator_id, self.failures_allowed)
+        except TooManyFailures as refused:
+            csrf = await self._new_csrf(request_id, None, awaiting_code_of=operator_id)
+            page = self._code(request_id, csrf, client_name, params, f"Sign-in paused: {refused}.", 429)
+            page.headers["Retry-After"] = str(refused.retry_after)
+            return page
         if await asyncio.to_thread(check_second_factor, self.store, operator_id, code) == "wrong":
             csrf = await self._new_csrf(request_id, None, awaiting_code_of=operator_id)
             return self._code(request_id, csrf, client_name, params, "The code is wrong or was used already.", 401)
+        await signed_in(self.pool, operator_id)
         csrf = await self._new_csrf(request_id, operator_id)
         return self._choose(request_id, csrf, client_name, params, await self._organizations(operator_id))
 

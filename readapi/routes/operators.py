@@ -13,7 +13,7 @@ from commands.errors import TwoFactorRequired, Unauthorized
 from events import origin
 from events.types import Origin
 from projections.views.operators import Session, operator_session
-from projections.views.sign_in import TooManyFailures, attempt_sign_in
+from projections.views.sign_in import TooManyFailures, attempt_sign_in, signed_in
 from readapi.auth import OPERATOR_ENROLLING, PUBLIC, Authenticated, Decoded, operator_only
 from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.openapi import describe
@@ -56,6 +56,7 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
                                 "app or a recovery code", "totp")
     if second_factor == "wrong":
         raise TwoFactorRequired("the two-factor code is wrong or was used already", "totp")
+    await signed_in(services(request).pool, found.id)
     token, position = await run_command(request, admin.issue_token, found.org_id, found.id, None, None,
                                         request.headers.get("user-agent"))
     created = Created(found.id, position)

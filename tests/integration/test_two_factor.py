@@ -16,7 +16,7 @@ import pytest
 from commands import admin
 from tests.integration.test_history_export import parquet_text
 from tests.support.mcp_helpers import Flow, browser, hidden_fields, organizations, pkce
-from tests.support.servers import token
+from tests.support.servers import make_server, make_tenant, token
 
 PASSWORD = "correct horse"
 
@@ -229,3 +229,35 @@ def test_the_consent_page_refuses_an_organization_requiring_it_to_an_operator_wi
         refused = person.post("/oauth/consent", data={**hidden_fields(choose.text), "org": str(tenant.org_id),
                                                       "decision": "allow"})
         assert refused.status_code == 403 and "requires two-factor sign-in" in refused.text
+
+
+@pytest.fixture(scope="module")
+def guarded(infra, tmp_path_factory):
+    """A server with the default backoff (the suite's own server lifts it)."""
+    server = make_server(infra, tmp_path_factory.mktemp("guarded-2fa"), PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="5").start()
+    yield server
+    server.stop()
+
+
+def test_guessing_the_code_with_the_right_password_is_held_back(guarded):
+    """Only a whole sign-in clears an address's failures: the right password with wrong codes counts."""
+    victim = make_tenant(guarded)
+    with guarded.client() as http:
+        totp, _, _ = enrol(http, victim.operator)
+        wrong = f"{(int(totp.now()) + 500_000) % 1_000_000:06d}"
+        assert [sign_in(http, victim.operator_email, wrong).status_code for _ in range(5)] == [401] * 5
+        held = sign_in(http, victim.operator_email, totp.now())
+        assert held.status_code == 429 and int(held.headers["Retry-After"]) >= 1
+
+        # the consent page's code step counts too
+        other = make_tenant(guarded)
+        enrol(http, other.operator)
+        flow = Flow(http, guarded.base_url)
+        flow.register()
+        with browser(guarded.base_url) as person:
+            asked = consent_signed_in(guarded, person, flow, other.operator_email)
+            for _ in range(4):  # the password step counted one
+                asked = person.post("/oauth/consent", data={**hidden_fields(asked.text), "code": wrong})
+                assert asked.status_code == 401
+            paused = person.post("/oauth/consent", data={**hidden_fields(asked.text), "code": wrong})
+            assert paused.status_code == 429 and "Sign-in paused" in paused.text

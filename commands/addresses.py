@@ -26,6 +26,10 @@ class Target:
     path: str  # path and query
 
 
+# A first-time user points a webhook or an agent at their own machine: say how.
+DEVELOPMENT_HINT = " (set PARLEY_WEBHOOK_ALLOW_PRIVATE=1 for development on localhost)"
+
+
 def parse_target(url: str, *, allow_private: bool) -> Target:
     """The URL's parts, or RefusedTarget when its form is not allowed (scheme, user-info, host)."""
     if len(url) > MAX_URL_LENGTH:
@@ -37,7 +41,7 @@ def parse_target(url: str, *, allow_private: bool) -> Target:
         raise RefusedTarget(f"the URL is malformed: {exc}") from None
     allowed = ("https", "http") if allow_private else ("https",)
     if parts.scheme not in allowed:
-        raise RefusedTarget("the URL must use https")
+        raise RefusedTarget(f"the URL must use https{DEVELOPMENT_HINT}")
     if parts.username is not None or parts.password is not None:
         raise RefusedTarget("the URL must not carry user information")
     if not parts.hostname:
@@ -85,7 +89,7 @@ def check_addresses(target: Target, addresses: list[str], *, allow_private: bool
         for address in addresses:
             if not is_public(address):
                 raise RefusedTarget(f"{target.host} resolves to a loopback, private, link-local or "
-                                    f"metadata address")
+                                    f"metadata address{DEVELOPMENT_HINT}")
     return addresses[0]
 
 

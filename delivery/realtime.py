@@ -38,8 +38,10 @@ from events import stream
 from events import types as ev
 from events.live import CHANNEL_BACKLOG, Channel, Held, LiveConnection, LiveFrame, live_decoder, live_subject
 from events.store import EventStore, Recorded
+from commands.deciders.operator import fold_operator
 from projections.views.collections import Conversation, new_message
 from projections.views.credentials import credential_generation, standing
+from projections.views.identities import OperatorIdentity, identity
 from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
@@ -49,6 +51,9 @@ HEARTBEAT_SECONDS = 15.0
 RECHECK_SECONDS = 2.0  # how long an open stream may outlive its credential's revocation, at most
 REPLAY_BATCH = 500
 CACHED_CONVERSATIONS = 100_000
+CACHED_AUTHORS = 10_000
+# what changes how an operator is shown as a message's author
+PROFILE_EVENTS = (ev.OperatorProfileChanged, ev.OperatorAvatarSet, ev.OperatorAvatarRemoved)
 KEEPALIVE = b": keepalive\n\n"
 
 
@@ -87,8 +92,9 @@ def frame(position: int, name: str, payload: msgspec.Struct) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (position, name.encode(), msgspec.json.encode(payload))
 
 
-def operator_frame(recorded: Recorded) -> bytes | None:
-    """What the organization's dashboards receive for an event, or None."""
+def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -> bytes | None:
+    """What the organization's dashboards receive for an event, or None; `author`: who of the team wrote
+    a message."""
     e, at = recorded.event, recorded.position
     if isinstance(e, ev.ConversationCreated):
         return frame(at, "conversation.created", Conversation(
@@ -97,7 +103,7 @@ def operator_frame(recorded: Recorded) -> bytes | None:
         return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam,
                                                                     e.agent_paused, e.agent_pause_reason, e.handoff))
     if isinstance(e, ev.MessageCreated):
-        return frame(at, "message.created", new_message(e))
+        return frame(at, "message.created", new_message(e, author))
     if isinstance(e, ev.MessageRated):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id, rating=e.rating,
                                                          rating_time=e.at))
@@ -120,6 +126,8 @@ class Hub:
         self.conversations: dict[uuid.UUID, ConversationFacts] = {}
         self.held: dict[Held, Channel | None] = {}  # the credentials open streams hold, with their channels
         self._recheck_failed = False
+        # operators' display names and avatar digests, as their streams tell, kept current by the events seen
+        self.authors: dict[uuid.UUID, tuple[str | None, str | None]] = {}
         self.closed = False  # set when the server stops serving: no channel may hold it open
         self._moved: asyncio.Future | None = None  # done once the position moves on (see `wait_past`)
         # the live frames workers publish, on a plain NATS subscription made again after every reconnection
@@ -274,7 +282,7 @@ class Hub:
 
     async def _frame_for(self, channel: Channel, recorded: Recorded) -> bytes | None:
         if channel.audience == "operator":
-            return operator_frame(recorded)
+            return operator_frame(recorded, await self.author(recorded.event))
         found = await self.visitor_frame(recorded, lambda customer: customer == channel.customer_id)
         return found[1] if found and found[0] == channel.customer_id else None
 
@@ -294,6 +302,37 @@ class Hub:
         if self._moved is not None:
             self._moved.set_result(None)
             self._moved = None
+
+    # --- who wrote a message
+
+    async def author(self, e: ev.Event) -> OperatorIdentity | None:
+        """The operator who wrote a message, as shown: read from the operator's stream (the store holds
+        every event the hub has seen, so it is never behind it), then kept as the events change it."""
+        if not isinstance(e, ev.MessageCreated) or e.operator_id is None:
+            return None
+        known = self.authors.get(e.operator_id)
+        if known is None:
+            history = await asyncio.to_thread(self.store.load, e.operator_id)
+            if not history or not isinstance(history[0].event, ev.OperatorCreated):
+                return None
+            operator = fold_operator(history)
+            if len(self.authors) >= CACHED_AUTHORS:
+                del self.authors[next(iter(self.authors))]
+            known = self.authors[e.operator_id] = (operator.display_name, operator.avatar_digest)
+        return identity(e.operator_id, *known)
+
+    def _profile_changed(self, e: ev.OperatorProfileChanged | ev.OperatorAvatarSet | ev.OperatorAvatarRemoved) -> None:
+        known = self.authors.get(e.operator_id)
+        if known is None:
+            return
+        name, digest = known
+        if isinstance(e, ev.OperatorProfileChanged):
+            name = e.display_name
+        elif isinstance(e, ev.OperatorAvatarSet):
+            digest = e.digest
+        elif isinstance(e, ev.OperatorAvatarRemoved):
+            digest = None
+        self.authors[e.operator_id] = (name, digest)
 
     # --- what a visitor may see
 
@@ -322,8 +361,8 @@ class Hub:
                                                                       chat_conversation_of(e)))
         if isinstance(e, ev.MessageCreated) and not e.internal:
             facts = await self.conversation_facts(e.conversation_id)
-            if facts and not facts.operator_only:
-                return facts.customer_id, frame(at, "message.created", chat_message_of(e))
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                return facts.customer_id, frame(at, "message.created", chat_message_of(e, await self.author(e)))
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):
@@ -338,7 +377,9 @@ class Hub:
         e = recorded.event
         if isinstance(e, ev.ConversationCreated):
             self._remember(e)
-        if self.operators.get(e.org_id) and (data := operator_frame(recorded)) is not None:
+        elif isinstance(e, PROFILE_EVENTS):
+            self._profile_changed(e)
+        if self.operators.get(e.org_id) and (data := operator_frame(recorded, await self.author(e))) is not None:
             self._deliver(self.operators[e.org_id], recorded.position, data)
         if self.visitor_orgs.get(e.org_id):
             found = await self.visitor_frame(recorded, lambda customer: customer in self.visitors)
@@ -378,6 +419,7 @@ class Hub:
                         for recorded in batch:
                             await self.dispatch(recorded)
                         if tail.position > self.position:  # events passed over, with nobody to tell
+                            self.authors.clear()  # a profile may have changed among them
                             self.position = tail.position
                             self._advanced()
             except asyncio.CancelledError:

@@ -1,5 +1,5 @@
 """Exports of an organization's history into a folder: one Parquet file per event type (`<type>.parquet`,
-typed columns) or one JSON Lines file (`events.jsonl`, the lines of `GET /api/events`), and a
+typed columns; every type asked for, empty when none happened) or one JSON Lines file (`events.jsonl`, the lines of `GET /api/events`), and a
 `manifest.json` (rows per file, the events left out for want of a public shape, the last position).
 
 pyarrow writes the Parquet files: its `ParquetWriter` takes row groups one at a time, so memory holds one
@@ -119,8 +119,9 @@ class ParquetType:
 
     def close(self) -> None:
         self.flush()
-        if self.writer is not None:
-            self.writer.close()
+        if self.writer is None:  # no event of this type: its file all the same, with its columns and no row
+            self.writer = pq.ParquetWriter(self.path, self.columns.schema, compression="zstd")
+        self.writer.close()
 
 
 class Manifest(msgspec.Struct, rename="camel"):
@@ -141,6 +142,8 @@ def export(conn, flt: HistoryFilter, out: Path, fmt: Format = "parquet",
     until = head if flt.until is None else min(head, flt.until)
     writer = _parquet if fmt == "parquet" else _jsonl
     files, omitted = writer(conn, flt, out, until, progress)
+    if progress:  # done, even when the range's last positions were other organizations' events
+        progress(max(0, until - flt.after), max(0, until - flt.after))
     manifest = Manifest(fmt, max(until, flt.after), files, omitted)
     (out / "manifest.json").write_bytes(msgspec.json.format(msgspec.json.encode(manifest)))
     return manifest
@@ -148,18 +151,18 @@ def export(conn, flt: HistoryFilter, out: Path, fmt: Format = "parquet",
 
 def _parquet(conn, flt: HistoryFilter, out: Path, until: int,
              progress: Progress | None) -> tuple[dict[str, int], dict[str, int]]:
-    by_type: dict[str, ParquetType] = {}
+    # a file for every type asked for (every public one by default), so that a query never depends on
+    # whether an event of its type happened
+    by_type = {topic: ParquetType(out / f"{topic}.parquet", COLUMNS[topic])
+               for topic in sorted(COLUMNS if flt.types is None else set(flt.types) & COLUMNS.keys())}
     omitted: Counter = Counter()
     try:
         for rows in pages(conn, flt, flt.after, until):
             for position, stream_id, topic, stored in rows:
                 kind = by_type.get(topic)
                 if kind is None:
-                    columns = COLUMNS.get(topic)
-                    if columns is None:
-                        omitted[topic] += 1
-                        continue
-                    kind = by_type[topic] = ParquetType(out / f"{topic}.parquet", columns)
+                    omitted[topic] += 1
+                    continue
                 kind.add(position, stream_id, stored)
             if progress:
                 progress(rows[-1][0] - flt.after, until - flt.after)

@@ -652,6 +652,22 @@ class PasswordResetUsed(Event, frozen=True):
     operator_id: uuid.UUID
 
 
+@public("operator_id", "media_type", "digest")  # the image itself leaves only by GET /api/operators/{id}/avatar
+class OperatorAvatarSet(Event, frozen=True):
+    """The operator's avatar, shown to visitors and to the team: an image the service re-encoded (square,
+    resized, without metadata) from the one uploaded, kept in the event so a rebuilt read model has it."""
+
+    operator_id: uuid.UUID
+    media_type: str
+    digest: str  # "sha256:<hex>" of `image`: names the avatar's version in its URL
+    image: bytes
+
+
+@public("operator_id")
+class OperatorAvatarRemoved(Event, frozen=True):
+    """The operator is shown by generated initials again."""
+
+    operator_id: uuid.UUID
 # Two-factor sign-in (TOTP, RFC 6238). The secret and the recovery codes' hashes never leave: they are
 # left out of each allow-list, so of the events API, the exports and MCP they show only that it happened.
 @public("operator_id")  # never the secret
@@ -765,6 +781,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorPasswordChanged,
     PasswordResetIssued,
     PasswordResetUsed,
+    OperatorAvatarSet,
+    OperatorAvatarRemoved,
     OperatorTotpEnrolled,
     OperatorTotpConfirmed,
     OperatorTotpRemoved,

@@ -11,17 +11,22 @@ HEADERS = {
     "Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
 }
-STYLE = """body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#1d2433}
-h1{font-size:1.3rem}label{display:block;margin:.6rem 0}input[type=email],input[type=password]{display:block;
-width:100%;padding:.4rem;margin-top:.2rem}fieldset{border:1px solid #ccd;margin:1rem 0}button{padding:.5rem 1.2rem;
-margin-right:.5rem}.error{color:#a01818;font-weight:600}li{margin:.3rem 0}"""
+# The dashboard's look (web/app/app.css): its colours, its card, its buttons. Inline: the page loads nothing.
+STYLE = """body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2433;background:#f5f7fa;
+margin:0;padding:3rem 1rem}main{max-width:28rem;margin:0 auto;background:#fff;border:1px solid #dde2ea;
+border-radius:8px;padding:1.2rem 1.4rem}h1{font-size:1.35rem;margin-top:0}label{display:block;margin:.6rem 0}
+input[type=email],input[type=password]{display:block;box-sizing:border-box;width:100%;font:inherit;padding:.4rem .5rem;
+margin-top:.2rem;border:1px solid #dde2ea;border-radius:8px}fieldset{border:1px solid #dde2ea;border-radius:8px;
+margin:1rem 0}button{font:inherit;padding:.4rem .9rem;margin-right:.5rem;border:1px solid #3056d3;border-radius:8px;
+background:#3056d3;color:#fff;cursor:pointer}button[value=deny]{background:#fff;color:#3056d3}
+:focus-visible{outline:3px solid #7aa2ff;outline-offset:2px}.error{color:#b42318;font-weight:600}li{margin:.3rem 0}"""
 
 
 def document(title: str, body: str) -> str:
     """A whole page; `body` is HTML whose every piece of text the caller has escaped."""
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} - Parley</title>'
             f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head>'
-            f"<body><h1>{escape(title)}</h1>{body}</body></html>")
+            f"<body><main><h1>{escape(title)}</h1>{body}</main></body></html>")
 
 
 def refusal(title: str, message: str) -> str:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import msgspec
 import psycopg
 import uvicorn
 import uvloop
@@ -31,12 +32,12 @@ from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
 from events.ids import parse_id
-from parley.runtime import Infrastructure, Runtime, prepare_loop
-from parley.settings import Settings, load_settings
+from parley.runtime import Infrastructure, Runtime, prepare_loop, running_data_dir, running_server, search_config
+from parley.settings import DEFAULT_DATA_DIR, Settings, load_settings
 from parley.workers_process import WorkersProcess
 from projections.views.operators import member_ids
 from projections.runner import SchemaRefused, catch_up_if_idle, current_position, rebuild, rebuild_as_of
-from projections.search import IndexBusy
+from projections.search import IndexBusy, warm_up
 
 log = logging.getLogger("parley")
 
@@ -106,6 +107,7 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
             print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            warm_up(search_config(settings))  # a search embeds its query here: /readyz says when it can
             if runtime.services.setup_code:
                 print(f"No operator yet: create the first owner at {base_url}/app/ (on another machine, "
                       f"with the setup code {runtime.services.setup_code})", flush=True)
@@ -165,7 +167,10 @@ async def _make_usable(store: EventStore, position: int, timeout: float = 30.0) 
 @contextmanager
 def _store_session(settings: Settings) -> Iterator[tuple[Infrastructure, EventStore]]:
     """The store of the data directory's running server, or of servers started for this command; a
-    refused command prints its reason as JSON and exits with 2."""
+    refused command prints its reason as JSON and exits with 2. With the default data directory and no
+    server running there, the nearest running one above the current folder is used."""
+    if settings.data_dir == DEFAULT_DATA_DIR and not running_server(settings.data_dir):
+        settings = msgspec.structs.replace(settings, data_dir=running_data_dir(Path.cwd()) or settings.data_dir)
     infra = Infrastructure(settings).start(reuse_running=True)
     store = EventStore(infra.database_url, pool_size=1)
     try:

@@ -21,13 +21,15 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
+from mcp_server.pages import document
 from parley.client import TIMEOUT, Api, Profile, Refused, print_json, problem_detail
 
 CALLBACK = "/callback"
 WAIT_SECONDS = 600
 SCOPES = "parley:read parley:write"
-ANSWERED = (b"<!doctype html><meta charset=utf-8><title>Parley</title>"
-            b"<p>Parley received the answer. You can close this window and return to the terminal.</p>")
+# styled as the sign-in and consent pages before it
+ANSWERED = document("Back to the terminal", "<p>Parley received the answer. You can close this window and return "
+                                            "to the terminal.</p>").encode()
 
 
 class _Callback(BaseHTTPRequestHandler):

@@ -18,7 +18,7 @@ from typing import Callable
 from commands.documents import Fields, import_each
 
 from parley import login as signin
-from parley.client import DEFAULT_PROFILE, Api, Profile, print_json, print_table, read_text
+from parley.client import DEFAULT_PROFILE, Api, Profile, Refused, print_json, print_table, read_text
 
 INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
 
@@ -45,18 +45,51 @@ def _website_id(api: Api, given: str | None) -> str:
     return websites[0]["_id"]
 
 
+def _conversation_id(api: Api, given: str) -> str:
+    """A conversation by its id, or by a beginning of it that only one of the organization's conversations
+    has (a short id copied from a listing)."""
+    try:
+        return str(uuid.UUID(given))
+    except ValueError:
+        pass
+    prefix = given.strip().lower()
+    if not prefix:
+        raise Usage("give the conversation's id, or its beginning")
+    found = [c["_id"] for c in api.get("/api/conversations", limit=0, fields="_id") if c["_id"].startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise Usage(f"no conversation of this organization has an id beginning with {given!r}")
+    raise Usage(f"{len(found)} conversations have an id beginning with {given!r} ({', '.join(found[:5])}"
+                f"{', ...' if len(found) > 5 else ''}): give more of it")
+
+
+def _visitor_names(api: Api, customer_ids: set[str]) -> dict[str, str]:
+    """Each customer's nickname or e-mail, as the dashboard names them."""
+    names = {}
+    for customer_id in customer_ids:
+        try:
+            found = api.get(f"/api/customers/{customer_id}")
+        except Refused:
+            found = {}
+        names[customer_id] = found.get("nickname") or found.get("email") or f"Visitor {customer_id[-6:]}"
+    return names
+
+
 def _inbox(api: Api, args: argparse.Namespace, website_id: str) -> dict:
     return api.get("/api/conversations", websiteId=website_id, inboxFilter=args.filter, limit=args.limit)
 
 
-def _print_inbox(page: dict, as_json: bool) -> None:
+def _print_inbox(api: Api, page: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(page, ensure_ascii=False), flush=True)
         return
     counts = page["counts"]
+    names = _visitor_names(api, {c["customerId"] for c in page["conversations"]})
     print("  ".join(f"{name} {counts[name]}" for name in INBOX_FILTERS))
-    print_table([{**c, "state": "resolved" if c["resolved"] else "open", "unread": "yes" if c["unread"] else ""}
-                 for c in page["conversations"]], ["_id", "customerId", "lastEditTime", "state", "unread"])
+    print_table([{**c, "visitor": names[c["customerId"]], "state": "resolved" if c["resolved"] else "open",
+                  "unread": "yes" if c["unread"] else ""}
+                 for c in page["conversations"]], ["_id", "visitor", "lastEditTime", "state", "unread"])
     print(flush=True)
 
 
@@ -65,7 +98,7 @@ def cmd_conversations(args: argparse.Namespace) -> None:
     website_id = _website_id(api, args.website)
 
     def show() -> None:
-        _print_inbox(_inbox(api, args, website_id), args.json)
+        _print_inbox(api, _inbox(api, args, website_id), args.json)
     if not args.watch:
         return show()
     # the inbox once the realtime channel is open (nothing is missed between), then every change the
@@ -78,7 +111,7 @@ def cmd_conversations(args: argparse.Namespace) -> None:
             data = json.loads(line[5:])
             if data.get("websiteId") in (None, website_id):
                 _print_change(event, data, args.json)
-                _print_inbox(_inbox(api, args, website_id), args.json)
+                _print_inbox(api, _inbox(api, args, website_id), args.json)
             event = None
 
 
@@ -88,18 +121,21 @@ def _print_change(event: str, data: dict, as_json: bool) -> None:
         return
     where = data.get("conversationId") or data.get("_id") or ""
     content = " ".join(str(data.get("content", "")).split())
-    print(f"* {event} {where}" + (f" from {data.get('from')}: {content}" if content else ""), flush=True)
+    author = "an internal note" if data.get("internal") else f"from {data.get('from')}"
+    print(f"* {event} {where}" + (f" {author}: {content}" if content else ""), flush=True)
 
 
 def cmd_conversation(args: argparse.Namespace) -> None:
     api = _api(args)
-    conversation = api.get(f"/api/conversations/{args.id}")
-    messages = api.get("/api/messages", conversationId=args.id, sortField="creationTime", limit=args.limit)
+    conversation_id = _conversation_id(api, args.id)
+    conversation = api.get(f"/api/conversations/{conversation_id}")
+    messages = api.get("/api/messages", conversationId=conversation_id, sortField="creationTime", limit=args.limit)
     if args.json:
         print_json({"conversation": conversation, "messages": messages})
         return
     state = "resolved" if conversation["resolved"] else "open"
-    print(f"Conversation {conversation['_id']} ({state}), customer {conversation['customerId']}")
+    visitor = _visitor_names(api, {conversation["customerId"]})[conversation["customerId"]]
+    print(f"Conversation {conversation['_id']} ({state}), {visitor} (customer {conversation['customerId']})")
     for message in messages:
         kind = "note" if message["internal"] else message["from"]
         print(f"[{message['creationTime']}] {kind}: {message['content']}")
@@ -107,12 +143,28 @@ def cmd_conversation(args: argparse.Namespace) -> None:
 
 def _post_message(args: argparse.Namespace, internal: bool) -> None:
     api = _api(args)
+    text = read_text(args.text)
+    conversation_id = _conversation_id(api, args.id)
     message = api.call("POST", "/api/messages", json={
-        "conversationId": args.id, "content": read_text(args.text), "from": "operator", "internal": internal})
+        "conversationId": conversation_id, "content": text, "from": "operator", "internal": internal})
+    if not internal:
+        try:
+            _mark_read(api, conversation_id)
+        except Refused as exc:  # the reply is sent all the same: say so, and what did not happen
+            print(f"parley: the reply is sent, but the conversation stays unread: {exc}", file=sys.stderr)
     if args.json:
         print_json(message)
     else:
-        print(f"{'Note' if internal else 'Reply'} {message['_id']} added to {args.id}")
+        print(f"{'Note' if internal else 'Reply'} {message['_id']} added to {conversation_id}")
+
+
+def _mark_read(api: Api, conversation_id: str) -> None:
+    """The read receipt the dashboard sends once the operator has seen the visitor's latest message: who
+    replies has read what they answer, so the conversation leaves the Unread tab."""
+    messages = api.get("/api/messages", conversationId=conversation_id, sortField="creationTime", limit=0)
+    latest = [m for m in messages if m["from"] == "customer" and not m["internal"]][-1:]
+    if latest and not latest[0].get("read"):
+        api.call("POST", f"/api/messages/{latest[0]['_id']}/read")
 
 
 def cmd_reply(args: argparse.Namespace) -> None:
@@ -124,11 +176,13 @@ def cmd_note(args: argparse.Namespace) -> None:
 
 
 def _set_resolved(args: argparse.Namespace, resolved: bool) -> None:
-    conversation = _api(args).call("PATCH", f"/api/conversations/{args.id}", json={"resolved": resolved})
+    api = _api(args)
+    conversation_id = _conversation_id(api, args.id)
+    conversation = api.call("PATCH", f"/api/conversations/{conversation_id}", json={"resolved": resolved})
     if args.json:
         print_json(conversation)
     else:
-        print(f"Conversation {args.id} is {'resolved' if resolved else 'open'}")
+        print(f"Conversation {conversation_id} is {'resolved' if resolved else 'open'}")
 
 
 def cmd_resolve(args: argparse.Namespace) -> None:
@@ -238,8 +292,8 @@ def add_commands(commands, events, docs) -> None:
     inbox.add_argument("--limit", type=int, default=20)
     inbox.add_argument("--watch", action="store_true", help="follow the changes and print the inbox again")
     conversation = _command(commands, "conversation", cmd_conversation, "a conversation's transcript, notes marked",
-                            "parley conversation 0b6f7d8e-2c4a-4f1e-8d3b-5a9c1e2f4d60")
-    conversation.add_argument("id")
+                            "parley conversation 0b6f7d8e")
+    conversation.add_argument("id", help="the conversation's id, or its beginning")
     conversation.add_argument("--limit", type=int, default=100)
     for name, func, what in (("reply", cmd_reply, "send a reply to the customer"),
                              ("note", cmd_note, "add a note only operators see")):

@@ -34,7 +34,7 @@ from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
 from projections.documents import DocumentsProjection
-from projections.search import SearchConfig, SearchProjection
+from projections.search import SearchConfig, SearchProjection, warm_up
 from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
@@ -186,6 +186,15 @@ def running_server(data_dir: Path) -> dict | None:
     return info if _pid_alive(info["pid"]) else None
 
 
+def running_data_dir(start: Path) -> Path | None:
+    """The nearest `.parley` folder, in `start` or above it, whose server is running: `parley admin` run
+    anywhere inside the folder where `parley serve` was started talks to that server."""
+    for folder in (start, *start.parents):
+        if running_server(folder / ".parley"):
+            return folder / ".parley"
+    return None
+
+
 def prepare_loop(*signals: signal.Signals) -> asyncio.Event:
     """Readies the running loop of a process that runs a `Runtime`; the event is set on `signals`."""
     loop = asyncio.get_running_loop()
@@ -228,6 +237,8 @@ class Runtime:
                 self._run_projections([self.projections[name]])
         for name, build in WORKERS.items():
             self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
+        if not self.search_with_api:  # the search read model runs here: it indexes the first document saved at once
+            warm_up(search_config(self.settings))
 
     def _run_projections(self, group: list[Projection], on_reached=None) -> ProjectionRunner:
         runner = ProjectionRunner(group, self.store, self.database_url, self.nats_url, self.settings.nats_stream,

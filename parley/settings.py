@@ -13,11 +13,14 @@ T = TypeVar("T")
 PerMinute = Annotated[int, msgspec.Meta(ge=1)]
 
 
+DEFAULT_DATA_DIR = Path(".parley")  # relative: the folder `parley serve` runs in
+
+
 class Settings(msgspec.Struct, kw_only=True):
     database_url: str | None = None
     nats_url: str | None = None
     qdrant_url: str | None = None
-    data_dir: Path = Path(".parley")
+    data_dir: Path = DEFAULT_DATA_DIR
     host: str = "127.0.0.1"
     port: int = 8000
     role: str = "all"

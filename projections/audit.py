@@ -36,7 +36,8 @@ from events.store import Recorded
 MASK = "***"
 # Fields that are the entry itself rather than a change: the organization, the time, the origin.
 ENVELOPE = frozenset({"org_id", "at", "origin"})
-OMITTED = frozenset({"content"})  # a document's or a campaign's whole text: too long to repeat in the log
+# A document's or a campaign's whole text, an avatar's image (its digest shows the change): too long to repeat
+OMITTED = frozenset({"content", "image"})
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.CampaignStarted: Audited("campaign.started", "campaign", "campaign_id", by_system=True),
     ev.CampaignCancelled: Audited("campaign.cancelled", "campaign", "campaign_id"),
     ev.SsoConfigured: Audited("sso.configured", "sso", "org_id"),
+    ev.OperatorAvatarSet: Audited("operator.avatar_set", "operator", "operator_id"),
+    ev.OperatorAvatarRemoved: Audited("operator.avatar_removed", "operator", "operator_id"),
     ev.OperatorTotpEnrolled: Audited("operator.two_factor_enrolment_started", "operator", "operator_id",
                                      actor_field="operator_id"),
     ev.OperatorTotpConfirmed: Audited("operator.two_factor_enabled", "operator", "operator_id",

@@ -14,7 +14,7 @@ TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
     "rm_operator_revocations", "rm_api_keys", "rm_invitations", "rm_operator_two_factor",
     "rm_organization_security",
-    "rm_customers", "rm_conversations", "rm_messages",
+    "rm_customers", "rm_conversations", "rm_messages", "rm_operator_avatars",
 )
 
 DDL = """
@@ -115,6 +115,10 @@ CREATE INDEX IF NOT EXISTS rm_messages_recent ON rm_messages (org_id, creation_t
 DROP INDEX IF EXISTS rm_conversations_org;
 DROP INDEX IF EXISTS rm_messages_conversation;
 DROP INDEX IF EXISTS rm_messages_org;
+-- Operators' uploaded avatars, by the digest of their bytes (`rm_operators.avatar_digest` names an operator's).
+CREATE TABLE IF NOT EXISTS rm_operator_avatars (
+    digest text PRIMARY KEY, media_type text NOT NULL, image bytea NOT NULL);
+ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS avatar_digest text;
 -- Two-factor sign-in: the operators who turned it on (never their secret, which stays in their stream) and the
 -- organizations that require it.
 CREATE TABLE IF NOT EXISTS rm_operator_two_factor (operator_id uuid PRIMARY KEY);
@@ -212,6 +216,20 @@ async def _role_changed(conn, e: ev.OperatorRoleChanged) -> None:
 
 async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
     await conn.execute("UPDATE rm_operators SET display_name = %s WHERE id = %s", (e.display_name, e.operator_id))
+
+
+async def _avatar_changed(conn, e: ev.OperatorAvatarSet | ev.OperatorAvatarRemoved) -> None:
+    """The operator's avatar is the image (or none); an image no operator shows any more goes."""
+    if isinstance(e, ev.OperatorAvatarSet):
+        await conn.execute("INSERT INTO rm_operator_avatars (digest, media_type, image) VALUES (%s, %s, %s) "
+                           "ON CONFLICT DO NOTHING", (e.digest, e.media_type, e.image))
+    digest = e.digest if isinstance(e, ev.OperatorAvatarSet) else None
+    await conn.execute(
+        "WITH former AS (SELECT avatar_digest AS digest FROM rm_operators WHERE id = %s), "
+        "changed AS (UPDATE rm_operators SET avatar_digest = %s WHERE id = %s) "
+        "DELETE FROM rm_operator_avatars a USING former WHERE a.digest = former.digest "
+        "AND a.digest IS DISTINCT FROM %s AND NOT EXISTS (SELECT FROM rm_operators o WHERE o.avatar_digest = "
+        "former.digest AND o.id <> %s)", (e.operator_id, digest, e.operator_id, digest, e.operator_id))
 
 
 async def _sessions_revoked(conn, e: ev.OperatorSessionsRevoked) -> None:
@@ -385,6 +403,8 @@ HANDLERS: dict[type, Handler] = {
     ev.MessageRead: _message_read,
     ev.MessageRated: _message_rated,
     ev.MessageReactionsChanged: _message_reactions,
+    ev.OperatorAvatarSet: _avatar_changed,
+    ev.OperatorAvatarRemoved: _avatar_changed,
     ev.OperatorTotpConfirmed: _totp_confirmed,
     ev.OperatorTotpRemoved: _totp_removed,
     ev.OrganizationSecurityChanged: _security_changed,

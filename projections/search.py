@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import shutil
 import threading
@@ -121,10 +122,12 @@ class SearchConfig:
 _lock = threading.Lock()
 _embedders: dict[Path, "Embedder"] = {}
 _indexes: dict[str, "SearchIndex"] = {}
+_warming: dict[Path, threading.Thread] = {}
+WARM_UP_NICENESS = 10
 
 
 def embedder_for(config: SearchConfig) -> "Embedder":
-    """The process's embedder (loading takes a second or two, so it happens on first use)."""
+    """The process's embedder, loaded by the first caller (`warm_up` at start-up) while others wait."""
     key = config.data_dir.resolve()
     with _lock:
         if key not in _embedders:
@@ -132,6 +135,33 @@ def embedder_for(config: SearchConfig) -> "Embedder":
 
             _embedders[key] = Embedder(key)
         return _embedders[key]
+
+
+def warm_up(config: SearchConfig) -> None:
+    """Starts loading the process's embedder in the background, once, when the process has started:
+    loading takes seconds (tens on a busy machine), and the first document saved or searched would
+    otherwise wait for it."""
+    key = config.data_dir.resolve()
+    with _lock:
+        if key in _embedders or key in _warming:
+            return
+        _warming[key] = threading.Thread(target=_load_in_background, args=(config,), name="embedder-warm-up",
+                                         daemon=True)
+    _warming[key].start()
+
+
+def _load_in_background(config: SearchConfig) -> None:
+    # at a lower priority than the requests this process serves meanwhile (Linux: per thread)
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
+    except (AttributeError, OSError):
+        pass
+    embedder_for(config)
+
+
+def embedder_loaded(config: SearchConfig) -> bool:
+    """Whether this process's embedder is ready (a search's query is embedded at once)."""
+    return config.data_dir.resolve() in _embedders
 
 
 def index_for(config: SearchConfig) -> "SearchIndex":
@@ -345,10 +375,6 @@ class SearchProjection:
             log.warning("the search index %s is missing: re-indexing every document from the event store", root)
             await conn.execute("TRUNCATE search_passages")
             await conn.execute("UPDATE parley_projection_positions SET position = 0 WHERE name = %s", (self.name,))
-        elif indexed:
-            # Loading the model takes seconds: a help center in use starts loading it now, in the
-            # background, so start-up stays fast and the first change or query does not wait for it.
-            threading.Thread(target=embedder_for, args=(self.config,), name="embedder-warm-up", daemon=True).start()
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         await asyncio.to_thread(lambda: index_for(self.config).drop_all())

@@ -13,6 +13,7 @@ import uuid
 
 import psycopg
 
+from projections.views.identities import identities
 from projections.views.payloads import webhook_event
 from events import types as ev
 from events.store import Recorded
@@ -123,12 +124,14 @@ class WebhookProjection:
         candidates = (await self._subscriptions(conn)).get(e.website_id)
         if not candidates:
             return
-        private = False
+        private, operator = False, None
         if isinstance(e, ev.MessageCreated) and not e.internal:
             private = await (await conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM rm_webhook_private_conversations WHERE id = %s)",
                 (e.conversation_id,))).fetchone() == (True,)
-        delivered = webhook_event(e, private)
+            if e.operator_id is not None and not private:
+                operator = (await identities(conn, [e.operator_id])).get(e.operator_id)
+        delivered = webhook_event(e, private, operator)
         if delivered is None:
             return
         name, body = delivered

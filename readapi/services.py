@@ -136,13 +136,14 @@ async def written(request: Request, created: Created, projections: tuple[str, ..
                           {POSITION_HEADER: str(created.position)})
 
 
-async def caught_up(request: Request, projections: tuple[str, ...] = ("core",)) -> None:
+async def caught_up(request: Request, projections: tuple[str, ...] = ("core",),
+                    behind: str = "the latest changes are still being applied") -> None:
     """Read-your-writes for an authenticated request: waits until the read models it queries hold every
     write its organization had made when the request came in, whoever made it. Past the bounded wait it
-    answers 503 rather than data older than those writes."""
+    answers 503 (saying `behind`, for people) rather than data older than those writes."""
     position = request.scope[ORG_POSITION]  # type: ignore[literal-required]
     if not await services(request).watch.wait_for(position, projections):
-        raise Unavailable(f"the read models are behind the latest write (position {position}); retry shortly")
+        raise Unavailable(f"{behind}; try again in a few seconds (the read models are behind position {position})")
 
 
 def json_response(payload: Any, created: Created | None = None, status: int = 200) -> Response:

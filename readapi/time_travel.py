@@ -21,6 +21,7 @@ from events.ids import parse_id
 from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
                                  parse_sort, project)
 from projections.views.history_query import parse_time
+from projections.views.identities import OperatorIdentity, identities
 from projections.views.parameters import query
 from readapi.services import Services
 
@@ -59,8 +60,10 @@ async def conversation_events(svc: Services, principal: Principal, conversation_
             async for rows in pages_async(svc.pool, flt, 0, until) for position, stream_id, _, state in rows]
 
 
-def fold(records: list[Recorded]) -> tuple[ConversationRecord | None, dict[uuid.UUID, Message]]:
-    """The conversation and its messages after these events, as projections/core.py writes them."""
+def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] | None = None,
+         ) -> tuple[ConversationRecord | None, dict[uuid.UUID, Message]]:
+    """The conversation and its messages after these events, as projections/core.py writes them; a message's
+    author as `authors` names them today (an operator's name and avatar are not history)."""
     conversation, messages = None, {}
     for recorded in records:
         e = recorded.event
@@ -76,7 +79,7 @@ def fold(records: list[Recorded]) -> tuple[ConversationRecord | None, dict[uuid.
         elif isinstance(e, ev.ConversationMetadataSet):
             conversation.metadata = {k: v for k, v in {**conversation.metadata, **e.values}.items() if v is not None}
         elif isinstance(e, ev.MessageCreated):
-            messages.setdefault(e.message_id, new_message(e))
+            messages.setdefault(e.message_id, new_message(e, (authors or {}).get(e.operator_id)))
             conversation.last_edit_time = max(conversation.last_edit_time, e.at)
             # the team's own reply pauses the AI agent there
             conversation.agent_paused |= (e.sender == "operator" and e.author is None and e.campaign_id is None
@@ -106,7 +109,11 @@ async def messages_as_of(svc: Services, principal: Principal, params: Mapping[st
     fields = parse_fields(params, Message)
     limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
     column, direction = parse_sort(MESSAGES, params)
-    _, messages = fold(await conversation_events(svc, principal, parse_id(params["conversationId"]), as_of))
+    records = await conversation_events(svc, principal, parse_id(params["conversationId"]), as_of)
+    async with svc.pool.connection() as conn:
+        authors = await identities(conn, {r.event.operator_id for r in records
+                                          if isinstance(r.event, ev.MessageCreated) and r.event.operator_id})
+    _, messages = fold(records, authors)
     ordered = sorted(messages.values(), key=lambda m: (getattr(m, column), m.id), reverse=direction == "DESC")
     return project(ordered[skip:skip + limit] if limit else ordered[skip:], fields)
 

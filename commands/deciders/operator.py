@@ -55,6 +55,7 @@ class Operator(Folded):
     display_name: str | None = None
     memberships: dict[uuid.UUID, Membership] = field(default_factory=dict)  # by organization
     password_hash: str = ""  # what checks the operator's password now
+    avatar_digest: str | None = None  # the uploaded avatar's; None: generated initials
 
     @property
     def operator_id(self) -> uuid.UUID:
@@ -86,6 +87,10 @@ def fold_operator(history: list[Recorded]) -> Operator:
             state.display_name = event.display_name
         elif isinstance(event, ev.OperatorPasswordChanged):
             state.password_hash = event.password_hash
+        elif isinstance(event, ev.OperatorAvatarSet):
+            state.avatar_digest = event.digest
+        elif isinstance(event, ev.OperatorAvatarRemoved):
+            state.avatar_digest = None
     return state
 
 
@@ -180,3 +185,18 @@ def decide_password(operator: Operator, org_id: uuid.UUID, password_hash: str, a
     """The new password; every other session of the operator ends."""
     return operator.follow(ev.OperatorPasswordChanged(org_id=org_id, at=at, operator_id=operator.operator_id,
                                                       password_hash=password_hash, kept_token_id=kept_token_id))
+
+
+def decide_avatar(operator: Operator, org_id: uuid.UUID, at: datetime,
+                  image: tuple[str, str, bytes] | None) -> list[Pending]:
+    """The operator's avatar becomes `image` (media type, digest, bytes), or generated initials for None;
+    recorded in the organization it was changed from, like the display name."""
+    if image is None:
+        if operator.avatar_digest is None:
+            return []
+        return operator.follow(ev.OperatorAvatarRemoved(org_id=org_id, at=at, operator_id=operator.operator_id))
+    media_type, digest, data = image
+    if operator.avatar_digest == digest:
+        return []
+    return operator.follow(ev.OperatorAvatarSet(org_id=org_id, at=at, operator_id=operator.operator_id,
+                                                media_type=media_type, digest=digest, image=data))

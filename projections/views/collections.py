@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import msgspec
 import psycopg
@@ -19,6 +19,7 @@ from commands.webhooks import EventName
 from events import types as ev
 from events.ids import parse_id
 from commands.principal import Role
+from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
@@ -88,17 +89,24 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     campaign_id: uuid.UUID | None  # the campaign that sent it
     author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
     incomplete: bool  # the agent's answer was cut short: what it had streamed
+    # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
+    operator: OperatorIdentity | None
 
 
 def author_of(created: ev.MessageCreated) -> str:
     return created.author or created.sender
 
 
-def new_message(created: ev.MessageCreated) -> Message:
-    """A message as the API shows it the moment it is created: what the read model will hold."""
+def new_message(created: ev.MessageCreated, operator: OperatorIdentity | None = None) -> Message:
+    """A message as the API shows it the moment it is created: what the read model will hold, with its
+    author's identity as the caller looked it up (`identities`)."""
     return Message(created.message_id, created.conversation_id, created.website_id, created.content, created.sender,
                    created.reply_to, created.internal, created.at, None, None, [], False, created.campaign_id,
-                   author_of(created), created.incomplete)
+                   author_of(created), created.incomplete, operator)
+
+
+def message_of_row(row: tuple) -> Message:
+    return Message(*row[:-2], identity_of_row(row[-2], row[-1]))
 
 
 FilterKind = Literal["uuid", "str", "bool"]
@@ -117,9 +125,10 @@ class Collection:
     descending_by_default: frozenset[str] = frozenset()
     website_column: str | None = "website_id"
     extra_where: str = ""
+    from_row: Callable[[tuple], msgspec.Struct] | None = None  # when a row is not the shape's fields in order
 
     def row_object(self, row: tuple) -> msgspec.Struct:
-        return self.shape(*row)
+        return self.from_row(row) if self.from_row else self.shape(*row)
 
 
 WEBSITES = Collection(
@@ -149,9 +158,10 @@ CONVERSATION_RECORD = Collection(
 MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
-           "rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete",
+           "rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
+           f"operator_id, {profile_column('rm_messages.operator_id')}",
     filters={"conversationId": ("conversation_id", "uuid")},
-    sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime",
+    sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime", from_row=message_of_row,
 )
 
 

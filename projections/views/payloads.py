@@ -12,6 +12,7 @@ import msgspec
 
 from events import types as ev
 from projections.views.collections import ConversationRecord, Customer, new_message
+from projections.views.identities import OperatorIdentity
 
 
 class Envelope(msgspec.Struct):
@@ -32,15 +33,16 @@ def conversation_data(e: ev.ConversationCreated) -> ConversationRecord:
                               metadata=e.metadata)
 
 
-def webhook_event(event: ev.Event, private_conversation: bool) -> tuple[str, bytes] | None:
+def webhook_event(event: ev.Event, private_conversation: bool,
+                  operator: OperatorIdentity | None = None) -> tuple[str, bytes] | None:
     """(event name, body) when this event is delivered to webhooks, else None. `private_conversation`
-    says whether the event's conversation is operator-only."""
+    says whether the event's conversation is operator-only; `operator`, who of the team wrote a message."""
     if isinstance(event, ev.CustomerCreated):
         name, data = "customer.created", customer_data(event)
     elif isinstance(event, ev.ConversationCreated) and not event.operator_only:
         name, data = "conversation.created", conversation_data(event)
     elif isinstance(event, ev.MessageCreated) and not event.internal and not private_conversation:
-        name, data = "message.created", new_message(event)
+        name, data = "message.created", new_message(event, operator)
     else:
         return None
     return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))

@@ -12,6 +12,7 @@ import msgspec
 import psycopg
 
 from events import types as ev
+from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
 class VisibleReaction(msgspec.Struct, rename={"sender": "from"}):
@@ -43,6 +44,9 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent)
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     reactions: list[VisibleReaction]
+    # the team member who wrote a reply, by display name and avatar (None for the visitor, the AI agent, a
+    # campaign, an API key): never the e-mail address
+    operator: OperatorIdentity | None
 
 
 class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):
@@ -66,11 +70,12 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 # Only the visitor's own, visible conversations: the filter every visitor read goes through.
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
-                  "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions FROM rm_messages m")
+                  "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions, m.operator_id, "
+                  f"{profile_column('m.operator_id')} FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
-    return ChatMessage(*row[:-1], visible_reactions(row[-1]))
+    return ChatMessage(*row[:-3], visible_reactions(row[-3]), identity_of_row(row[-2], row[-1]))
 
 
 async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
@@ -110,9 +115,10 @@ def chat_conversation_of(e: ev.ConversationCreated) -> ChatConversation:
     return ChatConversation(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False)
 
 
-def chat_message_of(e: ev.MessageCreated) -> ChatMessage:
+def chat_message_of(e: ev.MessageCreated, operator: OperatorIdentity | None = None) -> ChatMessage:
+    """The message as the visitor sees it when it is created, with its author as the caller looked it up."""
     return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None,
-                       e.author or e.sender, e.incomplete, [])
+                       e.author or e.sender, e.incomplete, [], operator)
 
 
 async def visitor_profile(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID) -> Profile:

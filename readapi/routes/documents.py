@@ -16,6 +16,7 @@ from commands.documents import LOCALE_PATTERN
 from commands.principal import Principal
 from events.ids import parse_id
 from readapi.auth import OPERATOR, VISITOR, Authenticated, Decoded
+from projections.search import embedder_loaded
 from projections.views.collections import read_one
 from projections.views.document_search import search_documents
 from projections.views.cursors import CursorPage
@@ -52,7 +53,8 @@ async def _search(request: Request, principal: Principal) -> Response:
     svc = services(request)
     if reason := svc.search_unavailable():
         raise Unavailable(reason)
-    await caught_up(request, SEARCH_READ_MODELS)
+    await caught_up(request, SEARCH_READ_MODELS, "search is starting up" if not embedder_loaded(svc.settings.search)
+                    else "search is still indexing the latest documents")
     async with svc.pool.connection() as conn:
         return json_response(await search_documents(conn, svc.settings.search, principal, request.query_params))
 

@@ -13,6 +13,7 @@ import msgspec
 from litestar import Request, Response, get
 
 from events.store import EVENTS_TABLE
+from projections.search import embedder_loaded
 from readapi.auth import PUBLIC
 from readapi.openapi import describe
 from readapi.unavailable import DATABASE_UNAVAILABLE
@@ -37,6 +38,9 @@ class ReadModel(msgspec.Struct):
 
 class Search(msgspec.Struct, omit_defaults=True):
     available: bool  # this process's search answers from an index that is kept (not another process's)
+    # "loading" while the search model loads after start-up (searches answer 503 meanwhile), then "ready";
+    # the rest of the service serves all along
+    model: str
     error: str | None = None
 
 
@@ -57,7 +61,8 @@ async def healthz() -> Response:
 
 
 @describe("Readiness: PostgreSQL reachable (200, else 503 with the same report: the process cannot serve); NATS "
-          "unreachable leaves it ready with status `degraded`; with each read model's lag behind the event store",
+          "unreachable leaves it ready with status `degraded`; with each read model's lag behind the event store and "
+          "whether search is still loading its model",
           PUBLIC, answer=Readiness, also=(503,), tag="health")
 @get("/readyz")
 async def readyz(request: Request) -> Response:
@@ -66,7 +71,8 @@ async def readyz(request: Request) -> Response:
     search_error = services(request).search_unavailable()
     degraded = [] if nats.reachable else ["nats"]
     status = "not ready" if not postgres.reachable else "degraded" if degraded else "ready"
-    readiness = Readiness(status, postgres, nats, Search(search_error is None, search_error), head, read_models,
+    model = "ready" if embedder_loaded(services(request).settings.search) else "loading"
+    readiness = Readiness(status, postgres, nats, Search(search_error is None, model, search_error), head, read_models,
                           degraded or None)
     return json_response(readiness, status=200 if postgres.reachable else 503)
 

@@ -8,10 +8,12 @@ from litestar.params import FromPath
 from commands import conversations, customers, messages
 from commands.admin import Created
 from commands.principal import Principal
+from events import types as ev
 from events.ids import parse_id
 from readapi.auth import Auth, Authenticated, Decoded, with_principal
 from projections.views.collections import (CONVERSATION_RECORD, CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection,
                                  Conversation, ConversationRecord, Customer, Message, Website, new_message, read_one)
+from projections.views.identities import OperatorIdentity, identities
 from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
 from readapi.openapi import ID, ListOf, collection_query, describe
 from readapi.listing import Listing, collection_listing, listing_response, register
@@ -117,6 +119,14 @@ async def list_messages(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, MESSAGES_LISTING)
 
 
+async def author_identity(request: Request, message: ev.MessageCreated) -> OperatorIdentity | None:
+    """Who of the team wrote the message, as the read model names them (an API key's message: nobody)."""
+    if message.operator_id is None:
+        return None
+    async with services(request).pool.connection() as conn:
+        return (await identities(conn, [message.operator_id])).get(message.operator_id)
+
+
 @describe("Post a message", Auth(scope="messages:write", kept=True), body=messages.MessageCreate, answer=Message,
           links={"get_message": {"messageId": ID}, "read_message": {"messageId": ID},
                  "rate_as_operator": {"messageId": ID}, "react_as_operator": {"messageId": ID}},
@@ -127,7 +137,7 @@ async def create_message(request: Request) -> Response:
     created = await with_principal(request, messages.create_message)
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
     # the next read by anyone in the organization still waits for this position.
-    return json_response(new_message(created.event), created)
+    return json_response(new_message(created.event, await author_identity(request, created.event)), created)
 
 
 @describe("Read a message", Auth(scope="messages:read"), answer=Message)

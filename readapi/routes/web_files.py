@@ -18,11 +18,12 @@ BROWSER_CODE = undocumented("the repository's browser code, not an API operation
 
 WEB_ROOT = Path(__file__).resolve().parents[2] / "web"
 
+# Litestar's Response adds "; charset=utf-8" to every text/ type itself.
 CONTENT_TYPES = {
-    ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript",
+    ".mjs": "text/javascript",
+    ".css": "text/css",
+    ".html": "text/html",
     ".json": "application/json",
     ".svg": "image/svg+xml",
     ".png": "image/png",

@@ -301,6 +301,37 @@ def test_watch_prints_a_new_message(server, http, tenant, tmp_path):
         watch.stop()
 
 
+def test_short_ids_visitor_names_replies_read_and_notes_marked(server, http, tenant, tmp_path):
+    cli = logged_in(tmp_path, server, tenant)
+    conversation = seed_conversation(http, tenant, "Where is my parcel?")
+    customer = http.get(f"/api/conversations/{conversation}", headers=tenant.operator).json()["customerId"]
+    assert http.put(f"/api/customers/{customer}", headers=tenant.operator,
+                    json={"nickname": "Ada Lovelace"}).status_code == 200
+    row = next(line for line in cli.ok("conversations").splitlines() if line.startswith(conversation))
+    assert "Ada Lovelace" in row
+
+    short = conversation[:13]  # as a person copies it: 01a218f4-0825
+    assert "customer: Where is my parcel?" in cli.ok("conversation", short)
+    assert "Ada Lovelace" in cli.ok("conversation", short)
+    cli.ok("reply", short, "On its way")
+    unread = json.loads(cli.ok("conversations", "--json", "--filter", "unread"))
+    assert conversation not in [c["_id"] for c in unread["conversations"]]
+
+    nowhere = cli.run("conversation", "ffffffff-ffff")
+    assert nowhere.returncode == 2 and "no conversation" in nowhere.stderr
+    ambiguous = cli.run("resolve", "")
+    assert ambiguous.returncode == 2
+
+    watch = cli.start("conversations", "--watch")
+    try:
+        watch.wait_for_line(lambda line: line.startswith(conversation))
+        cli.ok("note", short, "check the courier")
+        line = watch.wait_for_line(lambda text: "check the courier" in text)
+        assert "an internal note: check the courier" in line and "from operator" not in line
+    finally:
+        watch.stop()
+
+
 def test_refusals_and_usage_errors(server, http, tenant, tmp_path):
     cli = logged_in(tmp_path, server, tenant)
     elsewhere = make_tenant(server)

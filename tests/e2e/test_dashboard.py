@@ -180,7 +180,9 @@ def test_a_conversation_live_reply_note_resolve_reactions_and_rating(dashboard, 
 
     # the message sent as markup is shown as its characters, and ran nothing
     assert page.locator(".message.customer .content", has_text=XSS).count() == 1
-    assert page.locator(".transcript img").count() == 0
+    # the only images are the ones the page draws itself: the team's avatars, from the API's avatar path
+    sources = page.locator(".transcript img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+    assert all(src.startswith("/api/operators/") and "/avatar?v=" in src for src in sources), sources
     screenshot(page, "conversation")
 
     # resolving moves it from Unresolved to Resolved, and the history says who did it
@@ -244,6 +246,34 @@ def test_an_agent_sees_only_the_pages_its_role_may_use(context, server, tenant):
     page.goto(server.base_url + "/app/keys")
     page.locator(".role-refused", has_text="Your role (agent) cannot use API keys").wait_for()
     assert answers == []  # the page says so rather than send requests bound to fail
+
+
+def test_the_profile_sets_the_name_and_avatar_that_replies_and_notes_show(dashboard, http, tenant, tmp_path):
+    photo = tmp_path / "me.png"
+    Image.new("RGB", (300, 200), (20, 120, 200)).save(photo)
+    page = dashboard.sign_in().page
+    page.locator("header .me").click()
+    page.get_by_label("Display name").fill("Ada Lovelace")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.locator(".notice", has_text="Saved.").wait_for()
+    page.get_by_label("Image").set_input_files(str(photo))
+    page.get_by_role("button", name="Upload").click()
+    page.locator("#profile-avatar-form .notice", has_text="avatar is saved").wait_for()
+    assert "/avatar?v=" in page.locator("#profile-avatar").get_attribute("src")
+
+    visitor = Chatting(http, tenant)
+    visitor.say("Who is this?")
+    for content, internal in (("It is Ada", False), ("a note by Ada", True)):
+        assert http.post("/api/messages", headers=tenant.operator, json={
+            "conversationId": visitor.conversation_id, "content": content, "from": "operator",
+            "internal": internal}).status_code == 200
+    page.goto(dashboard.url(f"/app/inbox/{visitor.conversation_id}"))
+    page.locator(".message.operator .who", has_text="Ada Lovelace").wait_for()
+    page.locator(".message.note .who", has_text="Internal note by Ada Lovelace").wait_for()
+    page.wait_for_function("() => [...document.querySelectorAll('.message.operator .meta img.avatar')]"
+                           ".some((img) => img.complete && img.naturalWidth > 0)")
+    assert tenant.operator_email not in page.locator(".transcript").inner_text()
+    dashboard.assert_clean()
 
 
 def test_a_document_created_in_the_dashboard_is_found_by_the_search_box(dashboard, tenant):

@@ -18,6 +18,15 @@ def test_a_file_outside_web_is_never_served(http):
         assert "[project]" not in answer.text
 
 
+def test_each_file_names_its_type_and_charset_once(http):
+    for path, media_type in (("/app/", "text/html"), ("/app/app.css", "text/css"), ("/widget.js", "text/javascript"),
+                             ("/pets/default/spritesheet.png", "image/png")):
+        answer = http.get(path)
+        assert answer.status_code == 200, path
+        expected = f"{media_type}; charset=utf-8" if media_type.startswith("text/") else media_type
+        assert answer.headers["content-type"] == expected, path
+
+
 def test_a_real_browser_renders_a_page_on_another_origin(page, host_pages, server):
     url = host_pages.serve("/hello.html", "<!doctype html><title>Hello</title><p id=p>made by a test</p>")
     page.goto(url)

@@ -172,7 +172,10 @@ def test_a_message_is_text_never_markup(page, host_pages, server, http):
     wait_text(page, attack)
     page.wait_for_timeout(300)
     assert dialogs == []
-    assert page.locator("[data-parley=widget] img, [data-parley=widget] b").count() == 0
+    assert page.locator("[data-parley=widget] b").count() == 0
+    # the only images are the ones the widget draws itself: the team's avatars, from the API's avatar path
+    sources = page.locator("[data-parley=widget] img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
+    assert all(src.startswith(f"{server.base_url}/api/operators/") and "/avatar?v=" in src for src in sources), sources
 
 
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }
@@ -460,3 +463,24 @@ def test_an_offered_action_is_a_button_that_runs_the_pages_handler_once(page, ho
         assert len(remote.requests) == 2
         tool = remote.requests[1].body["messages"][-1]
         assert (tool["role"], tool["toolCallId"], tool["content"]) == ("tool", "call-1", '{"opened":true}')
+
+
+def test_a_reply_shows_its_authors_name_and_avatar_and_never_their_email(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    grace = tenant.add_operator("agent")
+    assert http.patch("/api/operators/me", headers=grace.headers, json={"displayName": "Grace Hopper"}).status_code == 200
+    page.goto(host_page(host_pages, "author", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Who is there?"], ["openChat"]]))
+    wait_text(page, "Who is there?")
+    conversation_id = the_conversation(http, tenant)["_id"]
+    posted = http.post("/api/messages", headers=grace.headers, json={
+        "conversationId": conversation_id, "content": "Grace here, hello!", "from": "operator"})
+    assert posted.status_code == 200, posted.text
+    wait_text(page, "Grace here, hello!")
+    author = page.locator(f"[data-parley=widget] .msg[data-id='{posted.json()['_id']}'] .author")
+    eventually(lambda: author.text_content() == "Grace Hopper")
+    avatar = author.locator("img.avatar")
+    eventually(lambda: avatar.evaluate("img => img.complete && img.naturalWidth > 0"))  # the initials, drawn
+    assert grace.email not in page.locator("[data-parley=widget]").inner_html()
+    # the visitor's own messages name nobody
+    assert page.locator("[data-parley=widget] .msg.mine .author").count() == 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
-from tests.support.servers import make_tenant
+from tests.support.servers import make_server, make_tenant
 from tests.support.documents_helpers import create, indexed
 
 ARTICLES = [
@@ -224,35 +225,22 @@ def test_visitor_search_sees_only_its_websites_published_documents(server, http,
     assert [match["_id"] for match in found.json()] == [mine["_id"]]
 
 
-def test_a_second_api_process_on_an_embedded_index_says_search_is_unavailable(infra, tmp_path):
-    """Without PARLEY_QDRANT_URL each API process has an embedded index of its own, and only the process
-    holding the search read model fills it: another answers search with 503 saying why (never an empty
-    result), its /readyz says so while staying ready, and it takes over, re-indexing, once the first is gone."""
-    from tests.integration.test_webhooks import eventually
-    from tests.support.servers import Server, make_server
-
-    first = make_server(infra, tmp_path / "first").start()
-    second = Server(first.database_url, first.nats_url, first.env, tmp_path / "second")
+def test_the_model_loads_at_start_up_so_the_first_search_after_the_first_document_answers(infra, tmp_path):
+    """A new help center: the model loads in the background from start-up (`/readyz` says `loading`, then
+    `ready`), so the first document saved is indexed at once and the first search finds it, not 503."""
+    server = make_server(infra, tmp_path).start()
     try:
-        tenant = make_tenant(first)
-        with first.client() as http:
-            document = create(http, tenant, title="Shipping to Canada", content=ARTICLES[1][2], published=True)
-            assert search(first, http, tenant.operator, query="customs to Canada")[0]["_id"] == document["_id"]
-            assert http.get("/readyz").json()["search"] == {"available": True}
-        second.start("--role", "api")
-        with second.client() as http:
-            ready = eventually(lambda: (r := http.get("/readyz")).json()["search"]["available"] is False and r)
-            assert ready.status_code == 200 and "PARLEY_QDRANT_URL" in ready.json()["search"]["error"]
-            refused = http.get("/api/documents/search", params={"query": "customs to Canada"}, headers=tenant.operator)
-            assert refused.status_code == 503 and "PARLEY_QDRANT_URL" in refused.json()["detail"]
-            assert int(refused.headers["retry-after"]) >= 1
-
-            first.stop()  # the second process takes the search read model over and fills its own index
-            found = eventually(lambda: (r := http.get("/api/documents/search", params={"query": "customs to Canada"},
-                                                      headers=tenant.operator)).status_code == 200 and r.json(),
-                               timeout=120)
-            assert found[0]["_id"] == document["_id"]
-            assert http.get("/readyz").json()["search"] == {"available": True}
+        with server.client() as http:
+            assert http.get("/readyz").json()["search"]["model"] in ("loading", "ready")
+            deadline = time.monotonic() + 240
+            while http.get("/readyz").json()["search"]["model"] != "ready":
+                assert time.monotonic() < deadline, "the search model never loaded"
+                time.sleep(0.5)
+            tenant = make_tenant(server)
+            create(http, tenant, title="Shipping to Canada", content=ARTICLES[1][2], published=True)
+            found = http.get("/api/documents/search", headers=tenant.operator,
+                             params={"query": "how long does delivery to Canada take"})
+            assert found.status_code == 200, found.text
+            assert [match["title"] for match in found.json()][:1] == ["Shipping to Canada"]
     finally:
-        second.stop()
-        first.stop()
+        server.stop()

@@ -24,7 +24,7 @@ from commands import admin
 from events import public
 from events import types as ev
 from events.store import Pending
-from tests.support.servers import token
+from tests.support.servers import make_tenant, token
 from tests.support.visitors import start_session
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "history.md"
@@ -186,6 +186,18 @@ def test_the_five_queries_of_the_docs_answer_what_was_worked_out_by_hand(server,
     rows = run(out, disabled)
     assert [row[3] for row in rows] == ["9000.0", "2700.0", None]
     assert rows[0][0] == rows[2][0] != rows[1][0]  # the first endpoint, disabled twice
+
+
+def test_every_type_has_its_file_so_the_queries_run_on_a_history_without_them(server, tmp_path):
+    """A new organization: no webhook ever disabled or re-enabled, no rating; each type's file is there all
+    the same (its columns, no row), and the docs' five queries answer nothing rather than fail."""
+    fresh = make_tenant(server)
+    out = tmp_path / "fresh"
+    manifest = cli_export(server, out, "--org", str(fresh.org_id))
+    assert manifest["files"]["WebhookEnabled.parquet"] == 0
+    assert sorted(path.name for path in out.glob("*.parquet")) == sorted(f"{name}.parquet" for name in public.SHAPE_BY_NAME)
+    assert [run(out, query) for query in docs_queries()] == [[]] * 5
+    assert pq.read_table(out / "WebhookEnabled.parquet").schema.names[:3] == ["position", "occurredAt", "streamId"]
 
 
 def test_parquet_columns_are_typed(server, history, tmp_path):

@@ -317,6 +317,23 @@ def test_deliveries_are_signed_and_carry_the_resource_as_the_api_returns_it(hc, 
     assert sub["secret"] not in json.dumps(list(log.values()))
 
 
+def test_a_reply_delivers_its_authors_display_name_never_their_email_address(hc, site):
+    ada = site.add_operator("agent")
+    assert hc.patch("/api/operators/me", headers=ada.headers, json={"displayName": "Ada"}).status_code == 200
+    with Receiver() as receiver:
+        subscribe(hc, site, receiver.url, ["message.created"])
+        conversation = create_conversation(hc, site, create_customer(hc, site))
+        answered = hc.post("/api/messages", headers=ada.headers, json={
+            "conversationId": conversation["_id"], "content": "Hello", "from": "operator"})
+        assert answered.status_code == 200, answered.text
+        [delivered] = receiver.wait_for(1)
+    data = json.loads(delivered.body)["data"]
+    assert data == answered.json()
+    assert data["from"] == "operator"
+    assert data["operator"]["operatorId"] == str(ada.id) and data["operator"]["displayName"] == "Ada"
+    assert ada.email.encode() not in delivered.body
+
+
 def test_events_filter_and_website_scope(hc, site):
     other_website, _ = site.add_website()
     with Receiver() as only_customers, Receiver() as everything, Receiver() as other_site:

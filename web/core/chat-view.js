@@ -32,6 +32,11 @@ export function chatView(core, compact) {
     // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
     const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
       "aria-busy": draft ? "true" : null }, h("p", { class: "text" }, m.content));
+    // a team member's reply names them (the AI agent's and an API key's name nobody)
+    const who = !mine && m.operator;
+    if (who) item.prepend(h("p", { class: "author" },
+      h("img", { class: "avatar", src: core.state.base + who.avatarUrl, alt: "", width: "20", height: "20" }),
+      who.displayName || "Team"));
     if (!mine && !compact && !draft) {
       item.append(h("div", { class: "feedback" },
         ...RATINGS.map(([rating, face]) => h("button", {

@@ -18,6 +18,8 @@ button{cursor:pointer}
 .feedback{display:flex;gap:2px;opacity:.75}.feedback button{font-size:13px;padding:1px 4px;border-radius:6px}
 .feedback [aria-pressed=true]{background:#e3e6ef;opacity:1}
 .reactions{font-size:13px}
+.author{display:flex;align-items:center;gap:6px;font-size:12px;color:#5b6070}
+.avatar{width:20px;height:20px;border-radius:50%;object-fit:cover}
 .empty{color:#5b6070;text-align:center;margin:auto 8px}
 .typing{padding:0 12px 6px;color:#5b6070;font-size:12px;background:#f6f7fb}
 .draft .text::after{content:"\u258D";opacity:.5}

@@ -3,6 +3,7 @@
 
 import {api, get} from "../api.js";
 import {Page} from "../page.js";
+import {customerName} from "../customers.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
 
 const words = (text) => text.split(/[\s,]+/).filter(Boolean);
@@ -77,7 +78,8 @@ class ParleyCampaigns extends Page {
           try {
             const preview = await get(`${path}/preview`);
             replace(status, h("p", null, `${preview.recipients} visitors would receive it`,
-              preview.sample.length ? `, such as ${preview.sample.map((c) => c.nickname || c.email || c._id.slice(-6)).join(", ")}` : "", "."));
+              preview.sample.length ? `, such as ${preview.sample.map((c) => customerName(c, c._id)).join(", ")}` : "", "."),
+              this.asSeen(campaign));
           } catch (error) {
             replace(status, errorBox(error));
           }
@@ -95,6 +97,13 @@ class ParleyCampaigns extends Page {
           if (confirm(`Delete the draft "${campaign.name}"?`)) run(() => api("DELETE", path));
         }}, "Delete")),
       status);
+  }
+
+  /** The message as a visitor's chat shows it: a reply from the team. */
+  asSeen(campaign) {
+    return h("figure", {class: "campaign-look"}, h("figcaption", {class: "notice"}, "As visitors will see it:"),
+      h("div", {class: "message operator"}, h("article", null,
+        h("div", {class: "meta"}, h("span", {class: "who"}, "Team")), h("p", {class: "content"}, campaign.content))));
   }
 }
 

@@ -65,12 +65,12 @@ class ParleyConversation extends Page {
     this.messages = new Map();
     this.replyTo = null;
     replace(this, h("p", {class: "empty", "aria-busy": "true"}, "Loading…"));
-    let record, messages, visitor;
+    let record, messages, visitor, agent;
     try {
       [record, messages] = await Promise.all([
         get(`/api/conversations/${conversationId}`),
         get("/api/messages", {conversationId, limit: 0})]);
-      visitor = await customer(record.customerId);
+      [visitor, agent] = await Promise.all([customer(record.customerId), this.agentOf(record.websiteId)]);
     } catch (error) {
       replace(this, errorBox(error));
       return;
@@ -78,19 +78,33 @@ class ParleyConversation extends Page {
     if (conversationId !== this.conversationId) return;
     this.record = record;
     this.visitor = visitor;
+    this.hasAgent = Boolean(agent?.enabled);
     for (const message of messages) this.messages.set(message._id, message);
     this.render();
     this.ready = true;
     this.markRead();
   }
 
+  /** The website's AI agent, or null when it has none (the API answers 404). */
+  async agentOf(websiteId) {
+    const website = this.app.websites.find((w) => w._id === websiteId);
+    if (!website) return null;
+    try {
+      return await get(`/api/websites/${encodeURIComponent(website.websiteName)}/agent`);
+    } catch (error) {
+      if (error.status === 404) return null;
+      throw error;
+    }
+  }
+
   render() {
     this.header = h("header", {class: "conversation-header"});
-    this.transcript = h("ol", {class: "transcript", role: "log", "aria-label": "Messages", "aria-live": "polite"},
-      [...this.messages.values()].map((m) => this.messageView(m)));
+    // the log is a wrapper: an `ol` with role=log would no longer be a list, and its items would sit outside one
+    this.transcript = h("ol", {class: "messages"}, [...this.messages.values()].map((m) => this.messageView(m)));
     this.composer = this.composerView();
     this.typing = h("p", {class: "typing", hidden: true, role: "status"}, "The AI agent is writing…");
-    replace(this, h("div", {class: "conversation-main"}, this.header, this.transcript, this.typing, this.composer),
+    replace(this, h("div", {class: "conversation-main"}, this.header,
+      h("div", {class: "transcript", role: "log", "aria-label": "Messages"}, this.transcript), this.typing, this.composer),
       this.profileView());
     this.renderHeader();
     this.transcript.lastElementChild?.scrollIntoView({block: "nearest"});
@@ -105,9 +119,11 @@ class ParleyConversation extends Page {
       h("div", {class: "actions"},
         h("button", {type: "button", id: "resolve", onclick: () => this.setFlags({resolved: !resolved})},
           resolved ? "Reopen" : "Resolve"),
-        h("button", {type: "button", id: "spam", class: "secondary", onclick: () => this.setFlags({spam: !spam})},
-          spam ? "Not spam" : "Mark as spam"),
-        agentPaused != null && h("button", {type: "button", id: "agent", class: "secondary",
+        h("button", {type: "button", id: "spam", class: "secondary", onclick: () => {
+          if (spam || confirm("Mark this conversation as spam? It leaves the inbox's tabs for Spam, "
+                              + "where \"Not spam\" brings it back.")) this.setFlags({spam: !spam});
+        }}, spam ? "Not spam" : "Mark as spam"),
+        this.hasAgent && h("button", {type: "button", id: "agent", class: "secondary",
           onclick: () => this.setFlags({agentPaused: !agentPaused})}, agentPaused ? "Resume AI agent" : "Pause AI agent")),
       this.flagError ?? null);
   }
@@ -147,12 +163,17 @@ class ParleyConversation extends Page {
   messageView(message) {
     const quoted = message.replyToMessageId && this.messages.get(message.replyToMessageId);
     const agent = message.author === "agent";
-    const who = message.internal ? "Internal note" : message.from === "customer"
-      ? customerName(this.visitor, this.record.customerId) : agent ? "AI agent" : "Team";
+    // the operator who wrote a reply or a note (an API key's message names nobody: the team)
+    const operator = message.operator;
+    const author = operator && (operator.displayName || "Team");
+    const who = message.internal ? (author ? `Internal note by ${author}` : "Internal note") : message.from === "customer"
+      ? customerName(this.visitor, this.record.customerId) : agent ? "AI agent" : author || "Team";
     const kind = message.internal ? "note" : agent ? "operator agent" : message.from;
     return h("li", {class: `message ${kind}`, "data-id": message._id},
       h("article", {"aria-label": `${who}, ${new Date(message.creationTime).toLocaleString()}`},
-        h("div", {class: "meta"}, h("span", {class: "who"}, who), " ", time(message.creationTime),
+        h("div", {class: "meta"},
+          operator && h("img", {class: "avatar", src: operator.avatarUrl, alt: "", width: 20, height: 20}),
+          h("span", {class: "who"}, who), " ", time(message.creationTime),
           message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
         h("p", {class: "content"}, message.content),

@@ -48,7 +48,8 @@ class ParleyDocuments extends Page {
       .catch((error) => error);
     if (documents instanceof Error) return replace(this.list, errorBox(documents));
     replace(this.list, documents.length ? h("table", null,
-      h("thead", null, h("tr", null, ["Title", "Locale", "Category", "State", ""].map((t) => h("th", {scope: "col"}, t)))),
+      h("thead", null, h("tr", null, ["Title", "Locale", "Category", "State"].map((t) => h("th", {scope: "col"}, t)),
+        h("th", {scope: "col"}, h("span", {class: "visually-hidden"}, "Actions")))),
       h("tbody", null, documents.map((doc) => h("tr", {"data-id": doc._id},
         h("td", null, doc.title), h("td", null, doc.locale), h("td", null, doc.category ?? "—"),
         h("td", null, doc.published ? "Published" : "Draft"),

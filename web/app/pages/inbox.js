@@ -26,6 +26,7 @@ class ParleyInbox extends Page {
     this.conversation = document.createElement("parley-conversation");
     this.conversation.app = this.app;
     replace(this,
+      h("h1", {class: "visually-hidden"}, "Inbox"),
       h("section", {class: "list-pane", "aria-label": "Inbox"},
         this.tabs,
         h("div", {class: "filters"}, h("label", {for: "scope"}, "Show"), this.scope),

@@ -47,7 +47,8 @@ class ParleyKeys extends Page {
     const keys = await get("/api/apikeys", {sortField: "createdAt", sortDirection: "DESC"});
     const websites = new Map(this.app.websites.map((w) => [w._id, w.websiteName]));
     replace(this.table, keys.length ? h("table", null,
-      h("thead", null, h("tr", null, ["Name", "Scopes", "Website", "Rate", "Created", ""].map((t) => h("th", {scope: "col"}, t)))),
+      h("thead", null, h("tr", null, ["Name", "Scopes", "Website", "Rate", "Created"].map((t) => h("th", {scope: "col"}, t)),
+        h("th", {scope: "col"}, h("span", {class: "visually-hidden"}, "Actions")))),
       h("tbody", null, keys.map((key) => h("tr", {"data-id": key._id},
         h("td", null, key.name ?? "—"), h("td", null, key.scopes.join(", ")),
         h("td", null, key.websiteId ? websites.get(key.websiteId) ?? key.websiteId : "Every website"),

@@ -53,7 +53,9 @@ function chart(title, summary, svg, table) {
     svg, table);
 }
 
-const minutes = (seconds) => seconds == null ? "—" : seconds < 90 ? `${Math.round(seconds)} s` : `${Math.round(seconds / 60)} min`;
+// two significant digits: a sub-second axis reads 0 s, 0.4 s, 0.8 s, not 0 s, 0 s, 1 s
+const minutes = (seconds) => seconds == null ? "—"
+  : seconds < 90 ? `${Number(seconds.toPrecision(2))} s` : `${Number((seconds / 60).toPrecision(2))} min`;
 
 class ParleyReports extends Page {
   show() {

@@ -60,7 +60,7 @@ class ParleyWebhooks extends Page {
       h("h2", null, subscription.url),
       h("p", null, subscription.active ? h("span", {class: "status-ok"}, "Active")
         : h("span", {class: "status-bad"}, "Disabled", subscription.disabledReason ? `: ${subscription.disabledReason}` : ""),
-        ` · ${subscription.consecutiveFailures} failures in a row`),
+        ` · ${subscription.consecutiveFailures} ${subscription.consecutiveFailures === 1 ? "failure" : "failures"} in a row`),
       h("form", {onsubmit: (e) => {
         e.preventDefault();
         run(() => api("PUT", `/api/webhooksubscriptions/${subscription._id}`, {url: url.value, events: checked(events)}));
@@ -85,7 +85,8 @@ class ParleyWebhooks extends Page {
     const done = h("div", {"aria-live": "polite"});
     replace(log, h("h3", null, "Deliveries"),
       page.items.length ? h("table", {class: "deliveries"},
-        h("thead", null, h("tr", null, ["Event", "Status", "Attempts", "Last answer", "Created", ""].map((t) => h("th", {scope: "col"}, t)))),
+        h("thead", null, h("tr", null, ["Event", "Status", "Attempts", "Last answer", "Created"].map((t) => h("th", {scope: "col"}, t)),
+          h("th", {scope: "col"}, h("span", {class: "visually-hidden"}, "Actions")))),
         h("tbody", null, page.items.map((delivery) => {
           const last = delivery.attempts.at(-1);
           return h("tr", {"data-id": delivery._id},

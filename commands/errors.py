@@ -36,3 +36,17 @@ class Conflict(CommandError):
 
 class Gone(CommandError):
     status, title = 410, "Gone"
+
+
+class TwoFactorRequired(Unauthorized):
+    """The password was right; the operator's second factor is missing or wrong (its problem type ends in
+    `/two-factor-required`)."""
+
+    title = "Two-factor required"
+
+
+class TwoFactorEnrolmentRequired(Forbidden):
+    """The organization requires two-factor sign-in and the operator has none yet: until they enrol, their
+    token opens only their profile, the enrolment and sign-out."""
+
+    title = "Two-factor enrolment required"

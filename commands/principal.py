@@ -36,6 +36,9 @@ class Principal:
     # The operator's role in `org_id`; None for what is no operator (an API key, a visitor's chat session).
     role: Role | None = None
     expires_at: datetime | None = None  # a credential that ends by itself (a `parley login` token)
+    # An operator whose organization requires two-factor sign-in and who has none: until they enrol, the
+    # token opens only the routes whose Auth says `enrolling` (their profile, the enrolment, sign-out).
+    must_enrol: bool = False
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= datetime.now(timezone.utc)

@@ -668,6 +668,54 @@ class OperatorAvatarRemoved(Event, frozen=True):
     """The operator is shown by generated initials again."""
 
     operator_id: uuid.UUID
+# Two-factor sign-in (TOTP, RFC 6238). The secret and the recovery codes' hashes never leave: they are
+# left out of each allow-list, so of the events API, the exports and MCP they show only that it happened.
+@public("operator_id")  # never the secret
+class OperatorTotpEnrolled(Event, frozen=True):
+    """An enrolment started: `totp_secret` is the shared secret the operator's authenticator app was given;
+    it counts only once a code computed from it confirms it (`OperatorTotpConfirmed`)."""
+
+    operator_id: uuid.UUID
+    totp_secret: str
+
+
+@public("operator_id")  # never the recovery codes' hashes
+class OperatorTotpConfirmed(Event, frozen=True):
+    """Sign-in now asks the operator for a code of the enrolled secret, or one of these recovery codes
+    (argon2 hashes, in the order they were shown), each usable once."""
+
+    operator_id: uuid.UUID
+    recovery_code_hashes: list[str]
+
+
+@public("operator_id")
+class OperatorTotpRemoved(Event, frozen=True):
+    operator_id: uuid.UUID
+
+
+@public("operator_id")
+class RecoveryCodeUsed(Event, frozen=True):
+    """The recovery code at `index` of the latest confirmation signed the operator in: it works no more."""
+
+    operator_id: uuid.UUID
+    index: int
+
+
+@public("operator_id")
+class OperatorTotpCodeUsed(Event, frozen=True):
+    """A code of time step `step` (RFC 6238's T) signed the operator in: no code of it or of an earlier step
+    passes again."""
+
+    operator_id: uuid.UUID
+    step: int
+
+
+@public("require_two_factor")
+class OrganizationSecurityChanged(Event, frozen=True):
+    """Whether every operator signing in to `org_id` needs two-factor sign-in (those without are sent to
+    enrol it)."""
+
+    require_two_factor: bool
 
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -735,4 +783,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     PasswordResetUsed,
     OperatorAvatarSet,
     OperatorAvatarRemoved,
+    OperatorTotpEnrolled,
+    OperatorTotpConfirmed,
+    OperatorTotpRemoved,
+    RecoveryCodeUsed,
+    OperatorTotpCodeUsed,
+    OrganizationSecurityChanged,
 )

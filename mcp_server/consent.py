@@ -1,5 +1,5 @@
-"""The authorization page an operator sees when an MCP host asks to connect: sign in (Email, Password),
-choose one organization, then Allow or Deny.
+"""The authorization page an operator sees when an MCP host asks to connect: sign in (Email, Password, then
+the two-factor code of an operator who turned it on), choose one organization, then Allow or Deny.
 
 The page is plain server-rendered HTML with no script. Each view of it makes a new CSRF token, kept in a
 `SameSite=Strict` cookie and in a hidden field, its digest on the authorization request: a form posted
@@ -9,6 +9,7 @@ password travels in the POST body only, and nothing secret is ever put in a URL.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import uuid
@@ -18,11 +19,14 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from commands.two_factor import check_second_factor
+from events.store import EventStore
 from mcp_server.cli_tokens import API_TOKEN_SECONDS
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
 from mcp_server.pages import CONSENT_PATH, HEADERS, document
 from projections.views.operators import organizations_of
-from projections.views.sign_in import TooManyFailures, attempt_sign_in
+from projections.views.sign_in import TooManyFailures, attempt_second_factor, attempt_sign_in, signed_in
+from projections.views.two_factor import must_enrol
 from mcp.server.auth.provider import AuthorizeError
 
 COOKIE = "parley_consent"
@@ -76,23 +80,28 @@ def _hidden(request_id: str, csrf: str, step: str) -> str:
 
 
 class ConsentPage:
-    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int):
+    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int, store: EventStore):
         self.server = server
         self.pool = server.pool
         self.failures_allowed = failures_allowed  # per e-mail address (projections/views/sign_in.py)
+        self.store = store  # the two-factor check records the code it let pass
 
     async def _request(self, request_id: str) -> tuple | None:
         async with self.pool.connection() as conn:
             return await (await conn.execute(
-                "SELECT r.client_id, r.params, r.csrf_hash, r.operator_id, c.info->>'client_name' "
+                "SELECT r.client_id, r.params, r.csrf_hash, r.operator_id, c.info->>'client_name', r.awaiting_code_of "
                 "FROM parley_oauth_requests r JOIN parley_oauth_clients c USING (client_id) "
                 "WHERE r.id = %s AND r.expires_at > now()", (request_id,))).fetchone()
 
-    async def _new_csrf(self, request_id: str, operator_id: uuid.UUID | None) -> str:
+    async def _new_csrf(self, request_id: str, operator_id: uuid.UUID | None,
+                        awaiting_code_of: uuid.UUID | None = None) -> str:
+        """A new CSRF token for the next form, and who is signed in so far: `operator_id` once signed in,
+        `awaiting_code_of` while the two-factor code of an operator whose password was right is asked for."""
         csrf = secrets.token_urlsafe(32)
         async with self.pool.connection() as conn:
-            await conn.execute("UPDATE parley_oauth_requests SET csrf_hash = %s, operator_id = %s WHERE id = %s",
-                               (digest(csrf), operator_id, request_id))
+            await conn.execute("UPDATE parley_oauth_requests SET csrf_hash = %s, operator_id = %s, "
+                               "awaiting_code_of = %s WHERE id = %s",
+                               (digest(csrf), operator_id, awaiting_code_of, request_id))
         return csrf
 
     def _sign_in(self, request_id: str, csrf: str, client_name: str, params: dict, error: str = "",
@@ -105,6 +114,16 @@ class ConsentPage:
             '<label>Email <input type="email" name="email" autocomplete="username" required></label>'
             '<label>Password <input type="password" name="password" autocomplete="current-password" required>'
             '</label><button type="submit">Sign in</button></form>'), status, csrf)
+
+    def _code(self, request_id: str, csrf: str, client_name: str, params: dict, error: str = "",
+              status: int = 200) -> HTMLResponse:
+        return _page("Two-factor sign-in", (
+            _requester(client_name, params)
+            + (f'<p class="error">{escape(error)}</p>' if error else "")
+            + f'<form method="post" action="{CONSENT_PATH}">{_hidden(request_id, csrf, "code")}'
+            '<label>Code from your authenticator app, or a recovery code <input name="code" '
+            'autocomplete="one-time-code" inputmode="text" required autofocus></label>'
+            '<button type="submit">Continue</button></form>'), status, csrf)
 
     async def _organizations(self, operator_id: uuid.UUID) -> list[tuple[uuid.UUID, str]]:
         async with self.pool.connection() as conn:
@@ -130,7 +149,7 @@ class ConsentPage:
         found = request_id and await self._request(request_id)
         if not found:
             return _problem("This authorization request has expired or was already answered.")
-        client_id, params, _, _, client_name = found
+        client_id, params, _, _, client_name, _ = found
         csrf = await self._new_csrf(request_id, None)
         return self._sign_in(request_id, csrf, client_name or client_id, params)
 
@@ -140,7 +159,7 @@ class ConsentPage:
         found = request_id and await self._request(request_id)
         if not found:
             return _problem("This authorization request has expired or was already answered.")
-        client_id, params, csrf_hash, operator_id, client_name = found
+        client_id, params, csrf_hash, operator_id, client_name, awaiting_code_of = found
         cookie = request.cookies.get(COOKIE, "")
         if not (csrf and csrf_hash and hmac.compare_digest(csrf, cookie)
                 and hmac.compare_digest(digest(csrf), csrf_hash)):
@@ -149,6 +168,8 @@ class ConsentPage:
         if form.get("step") == "signin":
             return await self._signed_in(request_id, name, params, str(form.get("email", "")),
                                          str(form.get("password", "")))
+        if form.get("step") == "code" and awaiting_code_of is not None:
+            return await self._second_factor(request_id, name, params, awaiting_code_of, str(form.get("code", "")))
         if operator_id is None:
             return _problem("Sign in first.")
         if form.get("decision") == "deny":
@@ -164,6 +185,11 @@ class ConsentPage:
             csrf = await self._new_csrf(request_id, operator_id)
             return self._choose(request_id, csrf, name, params, organizations, "Choose one of your organizations.",
                                 400)
+        async with self.pool.connection() as conn:
+            enrolment_missing = await must_enrol(conn, operator_id, chosen)
+        if enrolment_missing:
+            return _problem("This organization requires two-factor sign-in: turn it on in the dashboard "
+                            "(your profile), then connect again.", 403)
         try:
             code = await self.server.issue_code(request_id, params, client_id, operator_id, chosen)
         except AuthorizeError as exc:
@@ -183,8 +209,30 @@ class ConsentPage:
             csrf = await self._new_csrf(request_id, None)
             return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
                                  401)
+        if await asyncio.to_thread(check_second_factor, self.store, found.id, None) == "missing":
+            csrf = await self._new_csrf(request_id, None, awaiting_code_of=found.id)
+            return self._code(request_id, csrf, client_name, params)
+        await signed_in(self.pool, found.id)
         csrf = await self._new_csrf(request_id, found.id)
         return self._choose(request_id, csrf, client_name, params, await self._organizations(found.id))
+
+    async def _second_factor(self, request_id: str, client_name: str, params: dict, operator_id: uuid.UUID,
+                             code: str) -> Response:
+        """The code step, for the operator whose password was right: the same check as the REST sign-in, and
+        each try counted as an attempt of their address."""
+        try:
+            await attempt_second_factor(self.pool, operator_id, self.failures_allowed)
+        except TooManyFailures as refused:
+            csrf = await self._new_csrf(request_id, None, awaiting_code_of=operator_id)
+            page = self._code(request_id, csrf, client_name, params, f"Sign-in paused: {refused}.", 429)
+            page.headers["Retry-After"] = str(refused.retry_after)
+            return page
+        if await asyncio.to_thread(check_second_factor, self.store, operator_id, code) == "wrong":
+            csrf = await self._new_csrf(request_id, None, awaiting_code_of=operator_id)
+            return self._code(request_id, csrf, client_name, params, "The code is wrong or was used already.", 401)
+        await signed_in(self.pool, operator_id)
+        csrf = await self._new_csrf(request_id, operator_id)
+        return self._choose(request_id, csrf, client_name, params, await self._organizations(operator_id))
 
     async def _forget(self, request_id: str) -> None:
         async with self.pool.connection() as conn:

@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS parley_oauth_requests (
     id text PRIMARY KEY, client_id text NOT NULL, params jsonb NOT NULL, csrf_hash text, operator_id uuid,
     expires_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS parley_oauth_requests_client ON parley_oauth_requests (client_id, expires_at);
+-- the operator whose password was right and whose two-factor code the consent page asks for next
+ALTER TABLE parley_oauth_requests ADD COLUMN IF NOT EXISTS awaiting_code_of uuid;
 CREATE TABLE IF NOT EXISTS parley_oauth_codes (
     code_hash text PRIMARY KEY, client_id text NOT NULL, operator_id uuid NOT NULL, org_id uuid NOT NULL,
     scopes text[] NOT NULL, code_challenge text NOT NULL, redirect_uri text NOT NULL,

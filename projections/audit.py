@@ -106,6 +106,14 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.SsoConfigured: Audited("sso.configured", "sso", "org_id"),
     ev.OperatorAvatarSet: Audited("operator.avatar_set", "operator", "operator_id"),
     ev.OperatorAvatarRemoved: Audited("operator.avatar_removed", "operator", "operator_id"),
+    ev.OperatorTotpEnrolled: Audited("operator.two_factor_enrolment_started", "operator", "operator_id",
+                                     actor_field="operator_id"),
+    ev.OperatorTotpConfirmed: Audited("operator.two_factor_enabled", "operator", "operator_id",
+                                      actor_field="operator_id"),
+    ev.OperatorTotpRemoved: Audited("operator.two_factor_disabled", "operator", "operator_id",
+                                    actor_field="operator_id"),
+    ev.RecoveryCodeUsed: Audited("operator.recovery_code_used", "operator", "operator_id", actor_field="operator_id"),
+    ev.OrganizationSecurityChanged: Audited("organization.security_changed", "organization", "org_id"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,
@@ -116,6 +124,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 
 # Where the names shown beside actors' ids come from: the event type, its id field, its name field.

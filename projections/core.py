@@ -12,7 +12,8 @@ from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
-    "rm_operator_revocations", "rm_api_keys", "rm_invitations",
+    "rm_operator_revocations", "rm_api_keys", "rm_invitations", "rm_operator_two_factor",
+    "rm_organization_security",
     "rm_customers", "rm_conversations", "rm_messages", "rm_operator_avatars",
 )
 
@@ -121,6 +122,11 @@ DROP INDEX IF EXISTS rm_messages_org;
 CREATE TABLE IF NOT EXISTS rm_operator_avatars (
     digest text PRIMARY KEY, media_type text NOT NULL, image bytea NOT NULL);
 ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS avatar_digest text;
+-- Two-factor sign-in: the operators who turned it on (never their secret, which stays in their stream) and the
+-- organizations that require it.
+CREATE TABLE IF NOT EXISTS rm_operator_two_factor (operator_id uuid PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS rm_organization_security (
+    org_id uuid PRIMARY KEY, require_two_factor boolean NOT NULL DEFAULT false);
 """
 
 
@@ -350,6 +356,27 @@ async def _message_reactions(conn, e: ev.MessageReactionsChanged) -> None:
                        (Jsonb(msgspec.to_builtins(e.reactions)), e.message_id))
 
 
+# Two-factor changes change what an operator token may do (an enrolment-only one until it is on, where the
+# organization requires it): a principal kept by a process is looked up again.
+async def _totp_confirmed(conn, e: ev.OperatorTotpConfirmed) -> None:
+    await conn.execute("INSERT INTO rm_operator_two_factor (operator_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                       (e.operator_id,))
+    await _credentials_changed(conn)
+
+
+async def _totp_removed(conn, e: ev.OperatorTotpRemoved) -> None:
+    await conn.execute("DELETE FROM rm_operator_two_factor WHERE operator_id = %s", (e.operator_id,))
+    await _credentials_changed(conn)
+
+
+async def _security_changed(conn, e: ev.OrganizationSecurityChanged) -> None:
+    await conn.execute(
+        "INSERT INTO rm_organization_security (org_id, require_two_factor) VALUES (%s, %s) "
+        "ON CONFLICT (org_id) DO UPDATE SET require_two_factor = EXCLUDED.require_two_factor",
+        (e.org_id, e.require_two_factor))
+    await _credentials_changed(conn)
+
+
 HANDLERS: dict[type, Handler] = {
     ev.OrganizationCreated: _organization,
     ev.WebsiteCreated: _website,
@@ -381,6 +408,9 @@ HANDLERS: dict[type, Handler] = {
     ev.MessageReactionsChanged: _message_reactions,
     ev.OperatorAvatarSet: _avatar_changed,
     ev.OperatorAvatarRemoved: _avatar_changed,
+    ev.OperatorTotpConfirmed: _totp_confirmed,
+    ev.OperatorTotpRemoved: _totp_removed,
+    ev.OrganizationSecurityChanged: _security_changed,
 }
 
 

@@ -13,7 +13,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.handlers import BaseRouteHandler
 
 from commands.admin import hash_secret
-from commands.errors import Forbidden, Unauthorized
+from commands.errors import Forbidden, TwoFactorEnrolmentRequired, Unauthorized
 from commands.principal import Principal, Role
 from events import origin
 from events.store import CredentialsChanged
@@ -55,6 +55,9 @@ class Auth:
     # a hot write: its handler authenticates through `with_principal`, which trusts a principal this process
     # kept from an earlier request (no lookup) because the store refuses the append once it was revoked
     kept: bool = False
+    # open to an operator who must enrol in two-factor sign-in first (Principal.must_enrol): their profile,
+    # the enrolment and sign-out; every other route answers 403 two-factor-enrolment-required
+    enrolling: bool = False
 
     def challenge(self) -> str:
         """`WWW-Authenticate` of a 401: the schemes this route accepts. A public route refuses only what its
@@ -67,6 +70,7 @@ class Auth:
 
 PUBLIC = Auth(())
 OPERATOR = Auth(("operator",))
+OPERATOR_ENROLLING = Auth(("operator",), enrolling=True)
 ADMIN = Auth(("operator",), role="admin")  # websites' settings, webhooks, API keys, the team, campaigns, exports
 OWNER = Auth(("operator",), role="owner")  # the organization's own settings
 VISITOR = Auth(("chat",))
@@ -150,6 +154,9 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
         raise Unauthorized("the credential is invalid or revoked")
     if principal.kind not in auth.accept:
         raise Forbidden(f"this endpoint does not accept {principal.kind} credentials")
+    if principal.must_enrol and not auth.enrolling:
+        raise TwoFactorEnrolmentRequired("the organization requires two-factor sign-in: turn it on "
+                                         "(POST /api/operators/me/totp, then confirm a code) to continue")
     if auth.scope is not None and auth.scope not in principal.scopes:
         raise Forbidden(f"the API key lacks the {auth.scope} scope")
     if auth.role is not None and principal.is_operator and not principal.has_role(auth.role):

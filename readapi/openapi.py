@@ -28,6 +28,8 @@ read-your-writes waits):
   (`POST /api/messages`, `POST /api/chat/messages`): they stay raw `(request)` handlers that call
   `with_principal(request, command)`, which reads this Auth and `body` from the description and trusts
   a principal kept from an earlier request (no lookup; the store refuses the append once it is revoked).
+  `OPERATOR_ENROLLING` (`enrolling=True`) opens a route to an operator who must enrol in two-factor sign-in
+  before anything else (their profile, the enrolment, sign-out); every other route refuses them with 403.
 - `body`: the Struct (or `list[Struct]`) the handler receives as `payload`; `body_required=False` when
   an empty body is accepted too (`payload` is then None). `example` is an example body. A file sent as
   the body itself (not JSON) is `RawBody(media_types, description)`; its handler reads it from `request`.

@@ -11,6 +11,7 @@ import psycopg
 
 from commands.principal import ALL_SCOPES, Principal
 from events.store import CREDENTIAL_GENERATION
+from projections.views.two_factor import must_enrol_sql
 
 # Each lookup also reads the organization's latest write position, as of this moment: what the
 # request's reads wait for (read-your-writes), without a query of its own; and the credential generation,
@@ -45,12 +46,14 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
     if kind == "operator":
         row = await (await conn.execute(
             f"SELECT c.token_id, c.org_id, c.operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, m.role, "
-            f"c.expires_at, {STALE_USE} FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
+            f"c.expires_at, {STALE_USE}, {must_enrol_sql('c.operator_id', 'c.org_id')} "
+            f"FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
         if row and row[7]:
             await conn.execute("INSERT INTO parley_token_uses (token_id, last_used_at) VALUES (%s, now()) "
                                "ON CONFLICT (token_id) DO UPDATE SET last_used_at = now()", (row[0],))
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
-                                  generation=row[4], role=row[5], expires_at=row[6]), row[3] or 0)
+                                  generation=row[4], role=row[5], expires_at=row[6], must_enrol=row[8]),
+                        row[3] or 0)
     row = await (await conn.execute(
         f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
         f"FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()

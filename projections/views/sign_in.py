@@ -4,7 +4,10 @@ per-account backoff.
 
 Each attempt for an address is counted before its password is checked (so parallel guesses are counted
 too), in a window of `FAILURE_WINDOW` from the first; past `failures_allowed` the address is refused until
-the window ends, whoever asks and whatever the password. A successful sign-in clears the count. Addresses
+the window ends, whoever asks and whatever the password. A second-factor code is an attempt too (the
+consent page's code step counts one with `attempt_second_factor`), and only a whole successful sign-in
+(`signed_in`: the password, and the code of an operator with two-factor sign-in) clears the count, so the
+six digits cannot be guessed at the pace of the right password. Addresses
 no operator has are counted alike, so a refusal does not tell them apart. The counts live in PostgreSQL,
 so the backoff holds across API processes."""
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import uuid
 from datetime import timedelta
 
 from psycopg_pool import AsyncConnectionPool
@@ -50,23 +54,43 @@ _ready: set[tuple] = set()  # the databases whose table exists
 
 async def attempt_sign_in(pool: AsyncConnectionPool, email: str, password: str, failures_allowed: int) -> SigningIn | None:
     """The operator the address and password sign in, or None; TooManyFailures while the address is held
-    back (its password is then not checked at all)."""
+    back (its password is then not checked at all). The attempt stays counted until `signed_in`."""
     address = email.strip().lower()
     async with pool.connection() as conn:
         await _ensure_table(conn)
-        attempts, seconds_left = await (await conn.execute(
-            COUNT, {"email": address, "window": FAILURE_WINDOW})).fetchone()
-        if random.randrange(SWEEP_ONE_IN) == 0:
-            await conn.execute(SWEEP, (FAILURE_WINDOW,))
-        if attempts > failures_allowed:
-            raise TooManyFailures(failures_allowed, max(1, math.ceil(seconds_left)))
+        await _count(conn, address, failures_allowed)
         found = await operator_by_email(conn, address)
     # off the event loop: Argon2 takes a while, for an unknown address too (against a dummy hash)
     if not await asyncio.to_thread(password_matches, found.password_hash if found else None, password):
         return None
-    async with pool.connection() as conn:
-        await conn.execute("DELETE FROM parley_signin_attempts WHERE email = %s", (address,))
     return found
+
+
+async def attempt_second_factor(pool: AsyncConnectionPool, operator_id: uuid.UUID, failures_allowed: int) -> None:
+    """Counts a try of the operator's second factor as an attempt of their address; TooManyFailures while
+    the address is held back (the code is then not checked at all)."""
+    async with pool.connection() as conn:
+        await _ensure_table(conn)
+        row = await (await conn.execute("SELECT email FROM rm_operators WHERE id = %s", (operator_id,))).fetchone()
+        if row:
+            await _count(conn, row[0], failures_allowed)
+
+
+async def signed_in(pool: AsyncConnectionPool, operator_id: uuid.UUID) -> None:
+    """The whole sign-in passed: the address's failures are forgotten."""
+    async with pool.connection() as conn:
+        await _ensure_table(conn)
+        await conn.execute("DELETE FROM parley_signin_attempts WHERE email = "
+                           "(SELECT email FROM rm_operators WHERE id = %s)", (operator_id,))
+
+
+async def _count(conn, address: str, failures_allowed: int) -> None:
+    attempts, seconds_left = await (await conn.execute(
+        COUNT, {"email": address, "window": FAILURE_WINDOW})).fetchone()
+    if random.randrange(SWEEP_ONE_IN) == 0:
+        await conn.execute(SWEEP, (FAILURE_WINDOW,))
+    if attempts > failures_allowed:
+        raise TooManyFailures(failures_allowed, max(1, math.ceil(seconds_left)))
 
 
 async def _ensure_table(conn) -> None:

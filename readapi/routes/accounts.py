@@ -23,7 +23,7 @@ from commands.deciders.operator import MAX_DISPLAY_NAME
 from commands.errors import Conflict, Forbidden
 from events.ids import parse_id
 from projections.views.operators import OperatorSession, any_operator, invitation_pending, sessions_of
-from readapi.auth import ADMIN, OPERATOR, PUBLIC, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR_ENROLLING, PUBLIC, Authenticated, Decoded
 from readapi.clientaddress import TrustedProxies
 from readapi.openapi import describe
 from readapi.routes.team import team_ids
@@ -146,7 +146,7 @@ async def accept_invitation(request: Request, token: FromPath[str], payload: Dec
 
 
 @describe("Change your password (the current one required; at least 10 characters): every other session of "
-          "yours ends, this one stays", OPERATOR, body=PasswordChange, answer=PasswordSet,
+          "yours ends, this one stays", OPERATOR_ENROLLING, body=PasswordChange, answer=PasswordSet,
           example={"currentPassword": "correct horse", "newPassword": "a longer passphrase"},
           operation_id="changePassword")
 @put("/api/operators/me/password")
@@ -191,8 +191,9 @@ async def use_password_reset(request: Request, token: FromPath[str], payload: De
 
 
 @describe("Your signed-in sessions (access tokens) in every organization: when each signed in, was last used "
-          "(to the minute) and from which browser or client; `current` is this one", OPERATOR,
-          answer=list[OperatorSession], operation_id="listSessions")
+          "(to the minute) and from which browser or client; `current` is this one", OPERATOR_ENROLLING,
+          answer=list[OperatorSession],
+          operation_id="listSessions")
 @get("/api/operators/me/sessions")
 async def list_sessions(request: Request, principal: Authenticated) -> Response:
     await caught_up(request)
@@ -200,7 +201,8 @@ async def list_sessions(request: Request, principal: Authenticated) -> Response:
         return json_response(await sessions_of(conn, principal.operator_id, principal.credential_id))
 
 
-@describe("End one of your sessions (the current one too: that signs you out)", OPERATOR, answer=SessionEnded,
+@describe("End one of your sessions (the current one too: that signs you out)", OPERATOR_ENROLLING,
+          answer=SessionEnded,
           operation_id="revokeSession")
 @delete("/api/operators/me/sessions/{session_id:str}", status_code=200)
 async def revoke_session(request: Request, principal: Authenticated, session_id: FromPath[str]) -> Response:

@@ -11,7 +11,7 @@ from commands.principal import Principal
 from events.ids import parse_id
 from projections.views.collections import OPERATORS, Operator
 from projections.views.operators import member_ids
-from readapi.auth import ADMIN, OPERATOR, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR_ENROLLING, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
 from readapi.services import POSITION_HEADER, run_command, services, written
@@ -22,7 +22,7 @@ async def team_ids(request: Request, principal: Principal) -> list:
         return await member_ids(conn, principal.org_id)
 
 
-@describe("Change your own profile (the display name visitors and the team see)", OPERATOR,
+@describe("Change your own profile (the display name visitors and the team see)", OPERATOR_ENROLLING,
           body=team.ProfileChange, answer=Operator, example={"displayName": "Ada"},
           operation_id="updateCurrentOperator")
 @patch("/api/operators/me")

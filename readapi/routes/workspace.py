@@ -12,7 +12,7 @@ from commands import apikeys, websites
 from commands.admin import Created
 from commands.principal import Principal
 from events.ids import parse_id
-from readapi.auth import ADMIN, OPERATOR, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
 from projections.views.collections import (API_KEYS, OPERATORS, WEBSITES, ApiKey, ApiKeyWithSecret, Collection, Operator, Website,
                                  WebsiteWithSecret, read_list, read_one)
 from readapi.openapi import ID, NAME, ListOf, collection_query, describe
@@ -97,7 +97,8 @@ async def list_operators(request: Request, principal: Authenticated) -> Response
     return await list_response(request, principal, OPERATORS)
 
 
-@describe("The operator the token belongs to", OPERATOR, answer=Operator, operation_id="getCurrentOperator")
+@describe("The operator the token belongs to", OPERATOR_ENROLLING, answer=Operator,
+          operation_id="getCurrentOperator")
 @get("/api/operators/me")
 async def current_operator(request: Request, principal: Authenticated) -> Response:
     return await one_response(request, OPERATORS, principal, principal.operator_id)

@@ -18,7 +18,11 @@ export class ApiError extends Error {
     super(problem?.detail ?? `request failed (${status})`);
     this.status = status;
     this.field = problem?.field;
+    this.type = problem?.type ?? "";
   }
+
+  /** The problem's kind, the last segment of its type (`two-factor-required` ...). */
+  is(kind) { return this.type.endsWith(`/${kind}`); }
 }
 
 /** Called when the token stops working (revoked elsewhere, or signed out in another tab). */
@@ -57,8 +61,9 @@ export async function download(path, params, type) {
 
 export const get = (path, params) => api("GET", params ? `${path}?${new URLSearchParams(params)}` : path);
 
-export async function signIn(email, password) {
-  const {token} = await api("POST", "/api/operators/sessions", {email, password});
+/** `totp`: the code of an operator with two-factor sign-in (or a recovery code), once the server asked for it. */
+export async function signIn(email, password, totp) {
+  const {token} = await api("POST", "/api/operators/sessions", totp ? {email, password, totp} : {email, password});
   session.token = token;
 }
 

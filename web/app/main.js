@@ -19,7 +19,8 @@ const PAGES = {
   organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
   operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
 };
-// every operator's own, opened from its name in the header rather than the navigation
+// every operator's own, opened from its name in the header rather than the navigation; the one page of an
+// operator who must enrol in two-factor sign-in (the organization requires it) until they have
 const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
@@ -70,6 +71,10 @@ class ParleyApp extends HTMLElement {
     if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
     const password = h("input", {type: "password", name: "password", autocomplete: "current-password", required: true});
+    // shown once the server says the operator has two-factor sign-in on
+    const code = h("input", {name: "totp", autocomplete: "one-time-code", inputmode: "numeric", spellcheck: "false"});
+    const codeField = field("Two-factor code", code, "From your authenticator app, or one of your recovery codes.");
+    codeField.hidden = true;
     const status = h("div", {"aria-live": "polite"},
       notice instanceof Error ? errorBox(notice) : notice && h("p", {class: "notice"}, notice));
     const sso = h("div", {class: "sso", "aria-live": "polite"});
@@ -95,18 +100,28 @@ class ParleyApp extends HTMLElement {
       event.preventDefault();
       form.querySelector("button").disabled = true;
       try {
-        await signIn(email.value.trim(), password.value);
+        await signIn(email.value.trim(), password.value, codeField.hidden ? undefined : code.value.trim());
         password.value = "";
         history.replaceState(null, "", "/app/inbox");
         await this.start();
       } catch (error) {
-        replace(status, errorBox(error.status === 401 ? "Unknown e-mail address or wrong password." : error));
         form.querySelector("button").disabled = false;
+        if (error.is?.("two-factor-required")) {
+          const asked = codeField.hidden;
+          codeField.hidden = false;
+          code.required = true;
+          code.value = "";
+          replace(status, asked ? h("p", {class: "notice"}, "Enter the code from your authenticator app.")
+                                : errorBox("Wrong code, or a code already used. Try the current one."));
+          code.focus();
+          return;
+        }
+        replace(status, errorBox(error.status === 401 ? "Unknown e-mail address or wrong password." : error));
         password.focus();
       }
     }},
       h("h1", null, "Sign in to Parley"),
-      field("E-mail", email), field("Password", password),
+      field("E-mail", email), field("Password", password), codeField,
       h("button", {type: "submit"}, "Sign in"), sso, status);
     replace(this, h("main", {class: "signin-page", id: "main"}, form));
     email.focus();
@@ -127,8 +142,19 @@ class ParleyApp extends HTMLElement {
   }
 
   async start() {
-    const [me, websites, operators] = await Promise.all([
-      get("/api/operators/me"), get("/api/websites"), get("/api/operators")]);
+    const [me, twoFactor] = await Promise.all([get("/api/operators/me"), get("/api/operators/me/totp")]);
+    // the organization requires two-factor sign-in and this operator has none: their profile alone, to enrol
+    this.enrolOnly = twoFactor.required && !twoFactor.enrolled;
+    if (this.enrolOnly) {
+      this.me = me;
+      this.websites = [];
+      this.operators = [];
+      this.renderShell();
+      history.replaceState(null, "", "/app/profile");
+      this.route();
+      return;
+    }
+    const [websites, operators] = await Promise.all([get("/api/websites"), get("/api/operators")]);
     this.me = me;
     this.websites = websites;
     this.operators = operators;
@@ -166,7 +192,8 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
-    const usable = Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
+    const usable = this.enrolOnly ? [["profile", PROFILE]]
+      : Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
     this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, usable.map(([key, [label]]) =>
       h("li", null, h("a", {href: `/app/${key}`, "data-page": key}, label)))));
     this.outlet = h("main", {id: "main", tabindex: "-1"});
@@ -188,7 +215,7 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = key === "profile" ? PROFILE : PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" || this.enrolOnly ? PROFILE : PAGES[key] ?? PAGES.inbox;
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

@@ -1,5 +1,6 @@
-// The organization's own settings (owners): single sign-on with an OpenID Connect provider. The client
-// secret is write-only: the page never receives it, and a save with the field empty keeps the stored one.
+// The organization's own settings (owners): single sign-on with an OpenID Connect provider (the client
+// secret is write-only: the page never receives it, and a save with the field empty keeps the stored one),
+// and whether every operator needs two-factor sign-in.
 
 import {api, get} from "../api.js";
 import {Page} from "../page.js";
@@ -9,10 +10,11 @@ class ParleyOrganization extends Page {
   async show() {
     replace(this, h("h1", null, "Organization"), h("p", {class: "empty"}, "Loading…"));
     try {
-      const [current, session] = await Promise.all([
+      const [current, session, twoFactor] = await Promise.all([
         get("/api/organization/sso").catch((error) => { if (error.status === 404) return null; throw error; }),
-        get("/api/operators/sessions/current")]);
+        get("/api/operators/sessions/current"), get("/api/operators/me/totp")]);
       this.organizationId = session.organizationId;
+      this.twoFactorRequired = twoFactor.required;
       this.render(current);
     } catch (error) {
       replace(this, h("h1", null, "Organization"), errorBox(error));
@@ -63,7 +65,30 @@ class ParleyOrganization extends Page {
       h("p", null, "Sign-in link for your team: ",
         h("code", {id: "sso-link"}, `${location.origin}/app/signin?org=${this.organizationId}`)),
       h("button", {type: "submit"}, "Save"), status);
-    replace(this, h("h1", null, "Organization"), form, h("div", {id: "sso-status", "aria-live": "polite"}));
+    replace(this, h("h1", null, "Organization"), form, h("div", {id: "sso-status", "aria-live": "polite"}),
+      this.securityForm());
+  }
+
+  securityForm() {
+    const require = h("input", {type: "checkbox", id: "require-two-factor", checked: this.twoFactorRequired});
+    const status = h("div", {"aria-live": "polite"});
+    return h("form", {class: "card stack", id: "security-form", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        const saved = await api("PUT", "/api/organization/security", {requireTwoFactor: require.checked});
+        this.twoFactorRequired = saved.requireTwoFactor;
+        replace(status, h("p", {class: "status-ok", role: "status"}, saved.requireTwoFactor
+          ? "Saved: every operator needs two-factor sign-in; those without it are asked to turn it on."
+          : "Saved: two-factor sign-in is up to each operator."));
+      } catch (error) {
+        require.checked = this.twoFactorRequired;
+        replace(status, errorBox(error));
+      }
+    }},
+      h("h2", null, "Two-factor sign-in"),
+      h("label", null, require, " Require two-factor sign-in for every operator of this organization"),
+      h("p", {class: "notice"}, "Turn it on for yourself first, on your profile."),
+      h("button", {type: "submit"}, "Apply to the organization"), status);
   }
 }
 

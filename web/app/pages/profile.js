@@ -1,14 +1,16 @@
 // The signed-in operator's own profile: the display name, the avatar (its own module), the password (the
-// current one required; the other sessions end), and the sessions, each with its browser and last use, each
-// revocable.
+// current one required; the other sessions end), two-factor sign-in (its own module), and the sessions, each
+// with its browser and last use, each revocable.
 
 import {api, get, signOut} from "../api.js";
 import {Page} from "../page.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
 import {avatarSection} from "./profile-avatar.js";
+import {twoFactorSection} from "./profile-two-factor.js";
 
 class ParleyProfile extends Page {
-  show() {
+  async show() {
+    const twoFactor = twoFactorSection(this.app, await get("/api/operators/me/totp"));
     const me = this.app.me;
     const name = h("input", {id: "profile-name", maxlength: "100", value: me.displayName ?? "", autocomplete: "name"});
     const nameStatus = h("div", {"aria-live": "polite"});
@@ -41,10 +43,14 @@ class ParleyProfile extends Page {
       passwordStatus);
 
     this.sessions = h("div");
-    replace(this, h("h1", null, "Profile"), h("p", null, `${me.email} · ${me.role}`), nameForm, avatarSection(this.app),
-      passwordForm,
+    const enrolOnly = this.app.enrolOnly;
+    replace(this, h("h1", null, "Profile"), h("p", null, `${me.email} · ${me.role}`),
+      enrolOnly && h("p", {class: "notice", role: "status"},
+        "Your organization requires two-factor sign-in: turn it on to use the dashboard."),
+      enrolOnly && twoFactor, nameForm, avatarSection(this.app), passwordForm, !enrolOnly && twoFactor,
       h("h2", null, "Sessions"), this.sessions);
     this.load();
+    this.dataset.ready = "";
   }
 
   async load() {

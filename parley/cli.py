@@ -108,11 +108,11 @@ async def _serve(settings: Settings, infra: Infrastructure) -> None:
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)
             infra.publish(base_url)
-            print(f"Parley {settings.role} listening on {base_url}", flush=True)
-            warm_up(search_config(settings))  # a search embeds its query here: /readyz says when it can
-            if runtime.services.setup_code:
+            if runtime.services.setup_code:  # before "listening", which tells a supervisor the start is over
                 print(f"No operator yet: create the first owner at {base_url}/app/ (on another machine, "
                       f"with the setup code {runtime.services.setup_code})", flush=True)
+            print(f"Parley {settings.role} listening on {base_url}", flush=True)
+            warm_up(search_config(settings))  # a search embeds its query here: /readyz says when it can
             await asyncio.wait([serving, *ending], return_when=asyncio.FIRST_COMPLETED)
             _stop_by_deadline(infra, workers_process)
             for callback in runtime.on_stop_serving:

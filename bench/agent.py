@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.figures import percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
@@ -124,7 +125,7 @@ async def direct(agent_url: str, conversations: int) -> list[float]:
 
 async def run(args, base_url: str, agent_url: str, store: EventStore) -> None:
     org = admin.create_org(store, "bench")
-    website, _ = admin.create_website(store, org.id, "bench-site", None)
+    website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
     _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
     operator = {"Authorization": f"Token {operator_token}"}
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:

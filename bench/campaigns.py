@@ -34,6 +34,7 @@ from bench.rawhttp import RawClient  # noqa: E402
 from bench.serve import serve_on_fresh_database, wait_projected  # noqa: E402
 from bench.write_read import floor_rate  # noqa: E402
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from commands.streams import now  # noqa: E402
 from events import types as ev  # noqa: E402
 from events.store import EventStore, Pending  # noqa: E402
@@ -156,8 +157,8 @@ def main() -> None:
         base_url, database_url = served.base_url, served.database_url
         store = EventStore(database_url, pool_size=1)
         org = admin.create_org(store, "Bench")
-        website, _ = admin.create_website(store, org.id, "bench-site", None)
-        chat_website, _ = admin.create_website(store, org.id, "bench-chat", None)
+        website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
+        chat_website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-chat", None)
         _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "benchmark!")
         position = seed(store, org.id, website.id, args.customers)
         store.close()

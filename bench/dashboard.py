@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.figures import percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
@@ -46,7 +47,7 @@ CHROMIUM = "/usr/bin/chromium"
 def seed(store: EventStore, base_url: str, conversations: int) -> tuple[str, str]:
     """An organization with a website of `conversations` conversations; the operator's token, the website id."""
     org = admin.create_org(store, "Bench")
-    website, _ = admin.create_website(store, org.id, "bench-site", "#3056d3")
+    website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", "#3056d3")
     _, token = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
     with httpx.Client(base_url=base_url, timeout=30) as client:
         for n in range(conversations):

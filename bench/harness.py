@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from commands.documents import Fields, import_document, parse_markdown  # noqa: E402
 from commands.principal import Principal  # noqa: E402
 from events.store import EventStore  # noqa: E402
@@ -62,7 +63,7 @@ def bench_environment() -> Iterator[Bench]:
         store = EventStore(postgres.url, pool_size=2)
         try:
             org = admin.create_org(store, "Bench")
-            website, _ = admin.create_website(store, org.id, "bench-help", None)
+            website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-help", None)
             settings = Settings(data_dir=Path(tmp) / "data")
             yield Bench(postgres.url, settings, store, website.id, Principal("operator", org.id, new_id()))
         finally:

@@ -39,6 +39,7 @@ import psycopg
 
 from bench.serve import start_serve, wait_projected
 from commands import admin
+from events.sealing import Sealer
 from events import types as ev
 from events.store import EVENTS_TABLE, EventStore, Pending
 from parley.runtime import Infrastructure
@@ -156,10 +157,10 @@ def main() -> None:
         api = None
         try:
             org = admin.create_org(store, "History").id
-            website, _ = admin.create_website(store, org, "history-bench", None)
+            website, _ = admin.create_website(store, Sealer.generate(), org, "history-bench", None)
             _, token = admin.create_operator(store, org, "analyst@example.com", "correct horse")
             other = admin.create_org(store, "Other").id
-            other_website, _ = admin.create_website(store, other, "other-bench", None)
+            other_website, _ = admin.create_website(store, Sealer.generate(), other, "other-bench", None)
             started = time.perf_counter()
             seed(store, org, website.id, args.events, random.Random(args.seed))
             seed(store, other, other_website.id, args.events // 10, random.Random(args.seed))

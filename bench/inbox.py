@@ -45,6 +45,7 @@ import psycopg
 
 from bench.serve import start_serve
 from commands import admin
+from events.sealing import Sealer
 from commands.principal import Principal
 from delivery.realtime import PRESENCE_DDL
 from events import types as ev
@@ -74,7 +75,7 @@ class Seeded:
 
 def seed_events(store: EventStore, conversations: int, websites: int, rng: random.Random) -> Seeded:
     org = admin.create_org(store, "Bench org")
-    sites = [admin.create_website(store, org.id, f"bench-{i}-{uuid.uuid4().hex[:6]}", None)[0].id
+    sites = [admin.create_website(store, Sealer.generate(), org.id, f"bench-{i}-{uuid.uuid4().hex[:6]}", None)[0].id
              for i in range(websites)]
     email = f"bench-{uuid.uuid4().hex[:6]}@example.com"
     operator, token = admin.create_operator(store, org.id, email, "correct horse")

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
@@ -128,7 +129,7 @@ async def nats_floor(nats_url: str, rate: float, count: int) -> list[float]:
 
 async def run(args, base_url: str, server_pid: int, store: EventStore, nats_url: str) -> None:
     org = admin.create_org(store, "bench")
-    website, _ = admin.create_website(store, org.id, "bench-site", None)
+    website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
     _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as http:

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.figures import percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from commands.customers import CustomerCreate, create_customer  # noqa: E402
 from commands.principal import Principal  # noqa: E402
 from commands.webhooks import WebhookCreate, subscribe  # noqa: E402
@@ -149,7 +150,7 @@ def setup(store: EventStore, port: int) -> tuple[Principal, list[uuid.UUID], dic
     """Subscriptions by receiver path: (kind, website)."""
     org = admin.create_org(store, "Bench")
     principal = Principal("operator", org.id, uuid.uuid4())
-    websites = [admin.create_website(store, org.id, f"bench-{i}", None)[0].id for i in range(WEBSITES)]
+    websites = [admin.create_website(store, Sealer.generate(), org.id, f"bench-{i}", None)[0].id for i in range(WEBSITES)]
     subscriptions: dict[str, tuple[str, uuid.UUID]] = {}
     for index in range(SUBSCRIPTIONS):
         path, website = f"/{kind_of(index)}/{index}", websites[index % WEBSITES]

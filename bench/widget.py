@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.figures import percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, HostPages  # noqa: E402
@@ -169,7 +170,7 @@ def main() -> None:
         try:
             store = EventStore(postgres.url, pool_size=1)
             org = admin.create_org(store, "bench")
-            website, _ = admin.create_website(store, org.id, "bench-widget", None)
+            website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-widget", None)
             _, operator = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
             store.close()
             env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}

@@ -35,6 +35,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commands import admin  # noqa: E402
+from events.sealing import Sealer  # noqa: E402
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
 from bench.serve import serve_on_fresh_database  # noqa: E402
@@ -157,7 +158,7 @@ def main() -> None:
         base_url, database_url, server, started = served.base_url, served.database_url, served.server, served.embedded
         store = EventStore(database_url, pool_size=1)
         org = admin.create_org(store, "Bench")
-        website, _ = admin.create_website(store, org.id, "bench-site", None)
+        website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
         _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "benchmark!")
         key, key_secret = admin.create_api_key(store, org.id, ["messages:read", "websites:read"], None, None)
         store.close()

@@ -18,6 +18,7 @@ from commands.errors import Conflict, Invalid, NotFound
 from commands.principal import ALL_SCOPES
 from commands.streams import execute, load, name_stream, now
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
 
@@ -67,8 +68,9 @@ def new_identity_secret() -> str:
     return secrets.token_hex(32)
 
 
-def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color: str | None,
+def create_website(store: EventStore, sealer: Sealer, org_id: uuid.UUID, name: str, brand_color: str | None,
                    name_field: str = "name") -> tuple[Created, str]:
+    """The new website and its identity secret, in the clear for its creator; the event holds it sealed."""
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
     if not VANITY.match(name):
         raise Invalid("the vanity id is 2-63 characters of a-z, 0-9 and '-'", name_field)
@@ -79,7 +81,7 @@ def create_website(store: EventStore, org_id: uuid.UUID, name: str, brand_color:
         position = store.append(
             reserve_name("website", name, org_id, website_id),
             Pending(website_id, 1, ev.WebsiteCreated(org_id=org_id, at=now(), website_id=website_id, name=name,
-                                                     brand_color=brand_color, identity_secret=identity_secret)),
+                                                     brand_color=brand_color, identity_secret=sealer.seal(identity_secret))),
         )
     except StreamConflict:
         raise Conflict(f"the vanity id {name!r} is taken", name_field) from None

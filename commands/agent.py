@@ -22,6 +22,7 @@ from commands.principal import Principal
 from commands.streams import execute, load, name_stream, now
 from commands.webhooks import valid_url  # the agent's URL passes the webhooks' SSRF guard
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore
 
 DEFAULT_FALLBACK = "A teammate will reply shortly"
@@ -89,21 +90,23 @@ def new_secret() -> str:
     return "agsec_" + secrets.token_urlsafe(32)
 
 
-def configure(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID, body: AgentSettings,
+def configure(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID, body: AgentSettings,
               allow_private: bool) -> tuple[Created, str | None]:
     """Sets the configuration (decided again when configured concurrently); the answer carries the new
     secret only when this configures the agent for the first time (or again after a removal)."""
     url, secret = valid_url(body.url, allow_private), new_secret()
+    sealed = sealer.seal(secret)
     appended = execute(store, org_id, lambda: load_agent(store, org_id, website_id), lambda agent: decide_configure(
         agent, url=url, enabled=body.enabled, greeting=body.greeting, fallback_message=body.fallback_message,
-        secret=secret, at=now()))
+        secret=sealed, at=now()))
     return Created(website_id, appended.position), secret if appended.state.configured is None else None
 
 
-def rotate_secret(store: EventStore, org_id: uuid.UUID, website_id: uuid.UUID) -> tuple[Created, str]:
+def rotate_secret(store: EventStore, sealer: Sealer, org_id: uuid.UUID, website_id: uuid.UUID) -> tuple[Created, str]:
     secret = new_secret()
+    sealed = sealer.seal(secret)
     appended = execute(store, org_id, lambda: load_agent(store, org_id, website_id),
-                       lambda agent: decide_rotate_secret(agent, secret, now()))
+                       lambda agent: decide_rotate_secret(agent, sealed, now()))
     return Created(website_id, appended.position), secret
 
 

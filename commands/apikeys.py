@@ -10,16 +10,22 @@ import msgspec
 from commands import admin
 from commands.admin import Created
 from commands.errors import Invalid
-from commands.principal import Principal
+from commands.principal import ALL_SCOPES, Principal
 from events.store import EventStore
 from events.ids import parse_id
 
 
+# What `admin.create_api_key` checks, stated for the OpenAPI document; the command's own check (with its
+# clearer message) is the one that refuses.
+ScopeName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": sorted(ALL_SCOPES)})]
+RatePerMinute = Annotated[int, msgspec.Meta(extra_json_schema={"minimum": 1, "maximum": admin.MAX_RATE})]
+
+
 class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    scopes: Annotated[list[str], msgspec.Meta(max_length=50)]
+    scopes: Annotated[list[ScopeName], msgspec.Meta(max_length=50)]
     name: Annotated[str, msgspec.Meta(max_length=100)] | None = None
     website_id: str | None = None  # pins the key to this website
-    rate_per_minute: int | None = None
+    rate_per_minute: RatePerMinute | None = None
 
 
 def create_key(store: EventStore, principal: Principal, body: ApiKeyCreate) -> tuple[Created, str]:

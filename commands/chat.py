@@ -23,6 +23,7 @@ from commands.messages import MAX_CONTENT, post_message as post_message_as
 from commands.principal import Principal
 from commands.streams import created_of, execute, load, load_created_async, now
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id, parse_id
 
@@ -96,12 +97,13 @@ class Session:
     position: int
 
 
-def start_session(store: EventStore, body: SessionStart) -> Session:
+def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Session:
     website_id = parse_id(body.website_id)
     state = website_state(store.load(website_id) if website_id else [])
     if state is None:
         raise NotFound("website not found", "websiteId")
-    identity = check_identity(state.identity_secret, body.user_id, body.signature, body.email, body.email_signature)
+    identity = check_identity(sealer.open(state.identity_secret), body.user_id, body.signature, body.email,
+                              body.email_signature)
     token = "cs_" + secrets.token_urlsafe(32)
     customer_id, session_id = new_id(), new_id()
 

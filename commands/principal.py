@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from events.types import Actor, Origin
 
@@ -15,10 +15,9 @@ Role = Literal["owner", "admin", "agent"]
 # owner ≥ admin ≥ agent: a role may do what the roles below it may
 RANK: dict[str, int] = {"agent": 0, "admin": 1, "owner": 2}
 
-ALL_SCOPES = frozenset({
-    "conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
-    "messages:read", "messages:write", "websites:read",
-})
+Scope = Literal["conversations:read", "customers:read", "customers:write", "documents:read", "events:read",
+                "messages:read", "messages:write", "websites:read"]
+ALL_SCOPES: frozenset[str] = frozenset(get_args(Scope))
 
 
 @dataclass(frozen=True, slots=True)

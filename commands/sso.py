@@ -21,6 +21,7 @@ from commands.principal import Principal
 from commands.streams import execute, load, name_stream, now
 from events import origin
 from events import types as ev
+from events.sealing import Sealer
 from events.types import Origin
 from events.store import EventStore, Pending
 
@@ -46,10 +47,14 @@ def sso_stream(org_id: uuid.UUID) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"parley:sso:{org_id}")
 
 
-def current_sso(store: EventStore, org_id: uuid.UUID) -> ev.SsoConfigured | None:
-    """The organization's latest settings, secret included, or None if it never configured single sign-on."""
+def current_sso(store: EventStore, sealer: Sealer, org_id: uuid.UUID) -> ev.SsoConfigured | None:
+    """The organization's latest settings, the client secret opened, or None if it never configured single
+    sign-on."""
     history = store.load(sso_stream(org_id))
-    return history[-1].event if history else None  # type: ignore[return-value]
+    if not history:
+        return None
+    stored: ev.SsoConfigured = history[-1].event  # type: ignore[assignment]
+    return msgspec.structs.replace(stored, client_secret=sealer.open(stored.client_secret))
 
 
 def _domains(domains: list[str]) -> list[str]:
@@ -62,7 +67,7 @@ def _domains(domains: list[str]) -> list[str]:
     return cleaned
 
 
-def configure_sso(store: EventStore, principal: Principal, body: SsoSettings) -> Created:
+def configure_sso(store: EventStore, sealer: Sealer, principal: Principal, body: SsoSettings) -> Created:
     """Records the settings; the caller has checked the issuer's discovery document (readapi/oidc.py)."""
     org_id = principal.org_id
     load(store, org_id, ev.OrganizationCreated, org_id, "organization")
@@ -79,14 +84,17 @@ def configure_sso(store: EventStore, principal: Principal, body: SsoSettings) ->
     if body.enabled and not domains:
         raise Invalid("name at least one e-mail domain whose operators may sign in", "allowedDomains")
     stream = sso_stream(org_id)
+    given = None if isinstance(body.client_secret, UnsetType) else body.client_secret.strip()
+    sealed = given and sealer.seal(given)
 
     def decide(history: list) -> list[Pending]:
         before = history[-1].event if history else None
-        secret = before.client_secret if isinstance(body.client_secret, UnsetType) and before else body.client_secret
-        if isinstance(secret, UnsetType) or not secret.strip():
+        if (before is None and given is None) or given == "":
             raise Invalid("the client secret is required", "clientSecret")
+        # unset, or the same secret given again, keeps the stored (sealed) one: unchanged settings append nothing
+        keep = before is not None and (given is None or sealer.open(before.client_secret) == given)
         configured = ev.SsoConfigured(org_id=org_id, at=now(), issuer=body.issuer.strip(), client_id=client_id,
-                                      client_secret=secret.strip(), allowed_domains=domains,
+                                      client_secret=before.client_secret if keep else sealed, allowed_domains=domains,
                                       default_role=body.default_role, button_label=label, enabled=body.enabled)
         if before is not None and msgspec.structs.replace(before, at=configured.at, origin=UNSET) == configured:
             return []

@@ -20,6 +20,7 @@ from commands.deciders.webhook import (Subscription, check_immutable, decide_del
 from commands.principal import Principal
 from commands.streams import execute, now
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id
 
@@ -69,14 +70,15 @@ def valid_events(events: list[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
-def subscribe(store: EventStore, principal: Principal, body: WebhookCreate, allow_private: bool) -> tuple[Created, str]:
+def subscribe(store: EventStore, sealer: Sealer, principal: Principal, body: WebhookCreate,
+              allow_private: bool) -> tuple[Created, str]:
     events = valid_events(body.events)
     url = valid_url(body.url, allow_private)
     website_id = target_website(store, principal, body.website_id)
     subscription_id, secret = new_id(), "whsec_" + secrets.token_hex(32)
     position = store.append(Pending(subscription_id, 1, ev.WebhookSubscribed(
         org_id=principal.org_id, at=now(), subscription_id=subscription_id, website_id=website_id, url=url,
-        events=events, secret=secret)))
+        events=events, secret=sealer.seal(secret))))
     return Created(subscription_id, position), secret
 
 

@@ -15,19 +15,24 @@ from commands.deciders.website import WebsiteState, decide_rotate_identity_secre
 from commands.errors import NotFound
 from commands.principal import Principal
 from commands.streams import execute, name_stream, now
+from events.sealing import Sealer
 from events.store import EventStore
 
 MAX_ORIGINS = 50
 Origin = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
+# `#rrggbb`, as `admin.check_brand_color` checks it (with a clearer message than a decoding error would give)
+BrandColor = Annotated[str, msgspec.Meta(extra_json_schema={"pattern": admin.HEX_COLOR.pattern})]
+
+
 class WebsiteCreate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     website_name: str
-    brand_color: str | None = None
+    brand_color: BrandColor | None = None
 
 
 class WebsiteSettings(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    brand_color: str | None | msgspec.UnsetType = msgspec.UNSET
+    brand_color: BrandColor | None | msgspec.UnsetType = msgspec.UNSET
     allowed_origins: Annotated[list[Origin], msgspec.Meta(max_length=MAX_ORIGINS)] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -40,8 +45,8 @@ def load_website(store: EventStore, org_id: uuid.UUID, website_name: str) -> Web
     return state
 
 
-def create_website(store: EventStore, principal: Principal, body: WebsiteCreate) -> tuple[Created, str]:
-    return admin.create_website(store, principal.org_id, body.website_name, body.brand_color, "websiteName")
+def create_website(store: EventStore, sealer: Sealer, principal: Principal, body: WebsiteCreate) -> tuple[Created, str]:
+    return admin.create_website(store, sealer, principal.org_id, body.website_name, body.brand_color, "websiteName")
 
 
 def update_settings(store: EventStore, principal: Principal, website_name: str, body: WebsiteSettings) -> Created:
@@ -51,8 +56,10 @@ def update_settings(store: EventStore, principal: Principal, website_name: str, 
     return Created(appended.state.created.website_id, appended.position)
 
 
-def rotate_identity_secret(store: EventStore, principal: Principal, website_name: str) -> tuple[Created, str]:
+def rotate_identity_secret(store: EventStore, sealer: Sealer, principal: Principal,
+                           website_name: str) -> tuple[Created, str]:
     identity_secret = new_identity_secret()
+    sealed = sealer.seal(identity_secret)
     appended = execute(store, principal.org_id, lambda: load_website(store, principal.org_id, website_name),
-                       lambda website: decide_rotate_identity_secret(website, identity_secret, now()), retry=False)
+                       lambda website: decide_rotate_identity_secret(website, sealed, now()), retry=False)
     return Created(appended.state.created.website_id, appended.position), identity_secret

@@ -23,7 +23,7 @@ import json
 import logging
 import random
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator
 
 import httpx
@@ -42,6 +42,7 @@ from commands.addresses import RefusedTarget, parse_target, resolve
 from events.live import LiveConnection, LiveFrame, live_subject
 from delivery.webhooks import parse_retry_after
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
 from events.supervision import keep_running
@@ -88,7 +89,7 @@ class Claimed:
     acted: bool
     attempts: int
     url: str
-    secret: str
+    secret: str  # in the clear: opened when claimed
     fallback_message: str | None
     greeting: str | None
 
@@ -304,8 +305,9 @@ class AgentSettings:
 
 
 class Worker:
-    def __init__(self, store: EventStore, database_url: str, nats_url: str, settings: AgentSettings):
+    def __init__(self, store: EventStore, database_url: str, nats_url: str, settings: AgentSettings, sealer: Sealer):
         self.settings = settings
+        self.sealer = sealer  # opens the agents' bearer secrets, stored sealed
         self.store = store
         self.database_url = database_url
         self.tasks: set[asyncio.Task] = set()
@@ -367,7 +369,10 @@ class Worker:
         lease = self.settings.agent_run_seconds + LEASE_MARGIN_SECONDS
         async with self.pool.connection() as conn:
             rows = await (await conn.execute(CLAIM, {"limit": limit, "lease": lease})).fetchall()
-        return [Claimed(*row) for row in rows]
+        return [self._opened(Claimed(*row)) for row in rows]
+
+    def _opened(self, row: Claimed) -> Claimed:
+        return replace(row, secret=self.sealer.open(row.secret))
 
     async def _next_due(self) -> float:
         async with self.pool.connection() as conn:

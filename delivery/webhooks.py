@@ -28,7 +28,7 @@ import ssl
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -40,6 +40,7 @@ from psycopg_pool import AsyncConnectionPool
 from commands.webhooks import FAILURE_LIMIT, disable_after_failures
 from commands.addresses import RefusedTarget, Target, parse_target, resolve
 from delivery.http import Client, HTTPError, Origin
+from events.sealing import Sealer
 from events.store import EventStore
 from events.supervision import keep_running
 from projections.runner import ensure_tables
@@ -155,7 +156,7 @@ class Claimed:
     event: str
     body: bytes
     url: str
-    secret: str
+    secret: str  # in the clear: opened when claimed
     attempts: int
 
 
@@ -173,8 +174,9 @@ class WebhookSettings:
 
 
 class Dispatcher:
-    def __init__(self, store: EventStore, database_url: str, settings: WebhookSettings):
+    def __init__(self, store: EventStore, database_url: str, settings: WebhookSettings, sealer: Sealer):
         self.settings = settings
+        self.sealer = sealer  # opens the subscriptions' signing secrets, stored sealed
         self.store = store
         self.database_url = database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
@@ -281,8 +283,11 @@ class Dispatcher:
                 "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}), "lease": lease,
             })).fetchall()
         wait = rows[0][0]
-        return ([Claimed(*row[1:]) for row in rows if row[1] is not None],
+        return ([self._opened(Claimed(*row[1:])) for row in rows if row[1] is not None],
                 MAX_WAIT_SECONDS if wait is None else float(wait))
+
+    def _opened(self, row: Claimed) -> Claimed:
+        return replace(row, secret=self.sealer.open(row.secret))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
         """Every SWEEP_EVERY_SECONDS, off the claiming path: stops the pending deliveries of inactive

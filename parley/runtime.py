@@ -22,9 +22,10 @@ from typing import Any, Callable
 from delivery.agent import AgentSettings, Worker as AgentWorker
 from delivery.campaigns import Sender
 from delivery.webhooks import Dispatcher, WebhookSettings
+from events.sealing import Sealer, check_key
 from events.store import EventStore, RecoveringPool
 from events.stream import Relay
-from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group
+from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, private_secret, write_private
 from parley.settings import Settings, narrowed
 from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
@@ -81,15 +82,32 @@ EMBEDDED_INDEX_ELSEWHERE = (
 # Background consumers that are not read models (deliveries): name -> the worker built with what it
 # needs; each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
-    "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings)),
+    "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
-    "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings)),
+    "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
+                                   r.sealer),
 }
 
 
 def search_config(settings: Settings) -> SearchConfig:
     return SearchConfig(settings.data_dir, settings.qdrant_url)
+
+
+def private_folder(path: Path) -> None:
+    """The data directory, made if needed, closed to other users: it holds the servers' credentials (as
+    root, the embedded PostgreSQL's system user is then let through to its own folder)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+
+
+def secrets_sealer(settings: Settings) -> Sealer:
+    """What seals the secrets stored in the database: PARLEY_SECRETS_KEY, else the data directory's
+    `secrets.key` (0600), made on the first start."""
+    if settings.secrets_key:
+        return Sealer(settings.secrets_key)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return Sealer(private_secret(settings.data_dir / "secrets.key"))
 
 
 def server_file(data_dir: Path) -> Path:
@@ -112,7 +130,7 @@ class Infrastructure:
             self.database_url = self.database_url or running["database_url"]
             self.nats_url = self.nats_url or running["nats_url"]
             return self
-        s.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(s.data_dir)
         if not self.database_url:
             postgres = EmbeddedPostgres(s.data_dir.resolve() / "postgres", durable=s.embedded_fsync)
             postgres.start()
@@ -126,9 +144,10 @@ class Infrastructure:
         return self
 
     def publish(self, base_url: str) -> None:
-        """Tells `parley admin` on the same data directory where this server's PostgreSQL and NATS are."""
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        server_file(self.settings.data_dir).write_text(json.dumps({
+        """Tells `parley admin` on the same data directory where this server's PostgreSQL and NATS are; the
+        URLs carry their credentials, so only this user reads it."""
+        self.settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private(server_file(self.settings.data_dir), json.dumps({
             "pid": os.getpid(), "base_url": base_url,
             "database_url": self.database_url, "nats_url": self.nats_url,
         }))
@@ -215,6 +234,7 @@ class Runtime:
         self.store = EventStore(database_url, pool_size=max(4, settings.db_pool_size // 2),
                                 wait_seconds=settings.database_wait_seconds)
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
+        self.sealer = secrets_sealer(settings)
         self.tasks: list[asyncio.Task] = []
         self.pool: RecoveringPool | None = None
         self.services = None
@@ -226,6 +246,7 @@ class Runtime:
         return not self.settings.qdrant_url
 
     async def start_workers(self) -> None:
+        await asyncio.to_thread(check_key, self.database_url, self.sealer)
         self.tasks.append(asyncio.create_task(
             Relay(self.database_url, self.nats_url, self.settings.nats_stream,
                   lease_seconds=self.settings.leader_lease_seconds,
@@ -258,6 +279,7 @@ class Runtime:
         wait = self.settings.database_wait_seconds  # a request never waits longer for a connection: 503
         self.pool = RecoveringPool(self.database_url, 2, self.settings.db_pool_size, wait)
         await self.pool.open(wait=True)
+        await asyncio.to_thread(check_key, self.database_url, self.sealer)
         await self.store.open_async()
         async with self.pool.connection() as conn:
             await ensure_tables(conn, *self.projections.values())
@@ -267,8 +289,8 @@ class Runtime:
         api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
         realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
                                                self.settings.presence_ttl_seconds)
-        self.services = Services(api_settings, self.store, self.pool, watch, self.nats_url, realtime.hub,
-                                 realtime.presence)
+        self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.nats_url,
+                                 realtime.hub, realtime.presence)
         async with self.pool.connection() as conn:
             if not await any_operator(conn):
                 self.services.setup_code = secrets.token_urlsafe(12)

@@ -21,6 +21,7 @@ class Settings(msgspec.Struct, kw_only=True):
     nats_url: str | None = None
     qdrant_url: str | None = None
     data_dir: Path = DEFAULT_DATA_DIR
+    secrets_key: str = ""
     host: str = "127.0.0.1"
     port: int = 8000
     role: str = "all"
@@ -72,6 +73,11 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                           "under the data directory, which only one process can open: the API process then also "
                           "keeps the search index"),
     "PARLEY_DATA_DIR": ("data_dir", "data directory for the embedded servers and local files (default ./.parley)"),
+    "PARLEY_SECRETS_KEY": ("secrets_key", "the key (32 bytes in URL-safe base64: python3 -c 'import secrets; "
+                           "print(secrets.token_urlsafe(32))') that seals the identity, webhook, agent and single "
+                           "sign-on secrets stored in the database; unset: the data directory's secrets.key, made "
+                           "on the first start. Processes that do not share a data directory must all be given the "
+                           "same one"),
     "PARLEY_HOST": ("host", "address the API listens on (default 127.0.0.1)"),
     "PARLEY_PORT": ("port", "port the API listens on (default 8000; 0 picks a free one)"),
     "PARLEY_ROLE": ("role", "api, workers or all (default all)"),

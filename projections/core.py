@@ -34,9 +34,12 @@ CREATE TABLE IF NOT EXISTS rm_operator_tokens (
     revoked boolean NOT NULL DEFAULT false);
 ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS display_name text;
--- A session as its operator lists it; `last_used_at` is the API's to move (at most once a minute), not an event's
-ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS created_at timestamptz,
-    ADD COLUMN IF NOT EXISTS user_agent text, ADD COLUMN IF NOT EXISTS last_used_at timestamptz;
+-- A session as its operator lists it
+ALTER TABLE rm_operator_tokens ADD COLUMN IF NOT EXISTS created_at timestamptz, ADD COLUMN IF NOT EXISTS user_agent text;
+ALTER TABLE rm_operator_tokens DROP COLUMN IF EXISTS last_used_at;
+-- When a session was last used: the API's to move (at most once a minute), not an event's, so kept apart from
+-- the read model (not in TABLES) and never lost by its rebuild.
+CREATE TABLE IF NOT EXISTS parley_token_uses (token_id uuid PRIMARY KEY, last_used_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_operator_tokens_operator ON rm_operator_tokens (operator_id);
 -- Invitations to join an organization: `pending` until accepted or revoked (or past `expires_at`)
 CREATE TABLE IF NOT EXISTS rm_invitations (

@@ -44,7 +44,7 @@ read-your-writes waits):
   (the contract's names); an `..._id` is a UUID, anything else a string (`PATH_NAMES` overrides).
 - `errors`: statuses beyond the automatic ones. Automatic: 400 (every route: API-Version, URL rules,
   validation), 401 and 403 (authenticated routes), 404 (routes with path parameters), 429 and 503
-  (`/api/`: PostgreSQL out of reach, or read models behind; with Retry-After).
+  (`/api/`: PostgreSQL out of reach, or read models behind; with Retry-After), 413 (routes with a body).
 - `also`: other statuses answered with the success body (`/readyz` answers 503 with its report).
   Every error is `application/problem+json` with the `Problem` schema.
 - `headers`: response header names (from `RESPONSE_HEADERS`) beyond the automatic ones: `API-Version` on
@@ -52,7 +52,12 @@ read-your-writes waits):
   turns it off), `Deprecation`/`Sunset`/`Link` for a route declared `@deprecated`.
 - `links`: what the answer lets a client do next, for tools that follow them (Schemathesis' stateful
   phase): `{operationId: {parameterName: "$response.body#/_id", "requestBody": {...}}}`.
-- `tag` groups operations in /docs; it defaults to the route's first path segment after `/api/`.
+- `tag` groups operations in /docs; it defaults to the route's first path segment after `/api/`. Every tag
+  is described in `TAGS` (the document's top-level `tags`).
+- `operation_id`: the operation's name for integrators and generated clients: camelCase, a verb and the
+  resource (`listDocuments`, `createMessage`, `updateWebhookSubscription`), unique and never renamed
+  (client code is written against it). `links` name their targets by it. tests/unit/test_route_declarations.py
+  fails for a route without one.
 
 A route that is not part of the API (a static asset) is marked `@undocumented("why")` instead.
 """
@@ -101,6 +106,7 @@ class Operation:
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
     description: str = ""
     tag: str | None = None
+    operation_id: str = ""
 
 
 def describe(summary: str, auth: Auth, **details: Any):
@@ -142,8 +148,10 @@ NAME = "$response.body#/websiteName"
 # ---- query parameters shared by many routes ----------------------------------------------------------
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
-LIMIT = query("limit", Count, "At most this many records; 0 (the default) means no limit.")
-SKIP = query("skip", Count, "Skip this many records first.")
+# the contract's defaults, stated in the schema (`default` is documentation only: the views apply it)
+Offset = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT, extra_json_schema={"default": 0})]
+LIMIT = query("limit", Offset, "At most this many records; 0 (the default) means no limit.")
+SKIP = query("skip", Offset, "Skip this many records first; 0 by default.")
 SORT_DIRECTION = query("sortDirection", Literal["ASC", "DESC"], "The sort direction.")
 API_VERSION = header("API-Version", Literal["1"], "The API version the client speaks; 1 when absent.")
 FILTER_TYPES = {"uuid": uuid.UUID, "str": str, "bool": bool}
@@ -200,9 +208,41 @@ ERROR_DESCRIPTIONS = {
     503: "PostgreSQL is out of reach, or the read models are behind the caller's latest write (a write that "
          "was stored says so, with its Parley-Position: do not repeat it); retry after Retry-After.",
 }
+# The document's top-level tags: every tag an operation uses, described here (a test fails for one that is not).
+TAGS = {
+    "apikeys": "API keys: HTTP Basic credentials for integrations, with scopes, an optional website and rate.",
+    "audit": "The organization's audit log: who changed what, when.",
+    "batch": "Several collection reads in one request.",
+    "campaigns": "Proactive messages sent to an audience of customers.",
+    "chat": "The visitor's side, as the embedded widget calls it with a chat-session credential.",
+    "conversations": "Conversations between a website's customers and the team.",
+    "customers": "The people who talk to a website: its visitors, known or anonymous.",
+    "documents": "Help documents: written by operators, searched by visitors and the AI agent.",
+    "events": "The organization's event history: read, followed live, or exported.",
+    "invitations": "Invitations to join an organization's team, accepted with the link's token.",
+    "messages": "Messages of conversations, with their ratings, reactions and read receipts.",
+    "operators": "The team's members: signing in and out, profiles, passwords, sessions and roles.",
+    "organization": "The organization's own settings.",
+    "password-resets": "Password reset links: asked for by e-mail, used once.",
+    "pets": "Mascot artwork checked before it is used.",
+    "realtime": "The operator dashboard's live stream.",
+    "reports": "Figures about conversations over a period.",
+    "sandbox": "Demonstration routes that need no credential.",
+    "setup": "A fresh install's first owner and organization.",
+    "sso": "Single sign-on with an organization's OpenID Connect provider.",
+    "webhooksubscriptions": "Webhook subscriptions: signed HTTP calls to a customer's URL on events.",
+    "websites": "The organization's websites, their settings and AI agents.",
+    "docs": "This API's own description.",
+    "health": "Liveness and readiness of this server.",
+}
 SSE_EVENT = {"type": "object", "properties": {"id": {"type": "string"}, "event": {"type": "string"},
                                              "data": {"type": "string"}, "retry": {"type": "integer"}}}
 PATH_NAMES = {"website_name": ("websiteName", {"type": "string"}, "The website's name."),
+              "subscription_id": ("webhookSubscriptionId", {"type": "string", "format": "uuid"},
+                                  "The webhook subscription's `_id`."),
+              # a browser's route: whatever names no organization lands on /app/ with the reason (a 302)
+              "organization_id": ("organizationId", {"type": "string"},
+                                  "The organization's `_id`; any other value lands on /app/ with the reason."),
               "tool_call_id": ("toolCallId", {"type": "string"}, "The id the AI agent gave the action it offered.")}
 
 
@@ -338,6 +378,8 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
         errors.add(404)
     if limited:
         errors |= {429, 503}
+    if op.body is not None:
+        errors.add(413)
     for code in sorted(errors):
         extra = {401: ["WWW-Authenticate"], 429: ["Retry-After"], 503: ["Retry-After"]}.get(code, [])
         responses[str(code)] = {
@@ -357,7 +399,7 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
         parameters.append(entry)
     security = [{SECURITY_SCHEMES[kind][0]: []} for kind in op.auth.accept]
     operation: dict[str, Any] = {
-        "operationId": handler.handler_name,
+        "operationId": op.operation_id or camel(handler.handler_name),
         "summary": op.summary,
         "description": "\n\n".join(part for part in (op.description, _summary_kinds(op.auth)) if part),
         "tags": [op.tag or path.removeprefix("/api/").split("/")[0]],
@@ -394,6 +436,14 @@ def route_handlers(app: Litestar) -> Iterable[tuple[str, HTTPRouteHandler]]:
                 yield route.path, handler
 
 
+def public_base_url(app: Litestar) -> str:
+    """Where clients reach this server: PARLEY_PUBLIC_URL, else the address it listens on, else (not bound
+    yet, as in tests that read the bare app) the document's own origin."""
+    services = app.state.get("services")
+    base = (services.settings.public_url or services.base_url).rstrip("/") if services else ""
+    return base or "/"
+
+
 def build_document(app: Litestar) -> dict[str, Any]:
     schemas = _Schemas()
     paths: dict[str, dict[str, Any]] = {}
@@ -408,12 +458,19 @@ def build_document(app: Litestar) -> dict[str, Any]:
                    "description": API_VERSION.description}
     schemas.place(api_version, "schema", API_VERSION.type)
     components = schemas.resolve()
+    # only the headers some answer names (Deprecation, Sunset and Link wait for a deprecated route)
+    used_headers = {name for item in paths.values() for operation in item.values()
+                    for answer in operation["responses"].values() for name in answer.get("headers", {})}
+    used_tags = sorted({tag for item in paths.values() for operation in item.values() for tag in operation["tags"]})
     return {
         "openapi": "3.1.0",
         "info": {"title": "Parley", "version": "1",
                  "description": "The Parley REST API. Every error is `application/problem+json`."},
+        "servers": [{"url": public_base_url(app), "description": "This Parley server."}],
+        "tags": [{"name": tag, **({"description": TAGS[tag]} if tag in TAGS else {})} for tag in used_tags],
         "paths": dict(sorted(paths.items())),
-        "components": {"schemas": components, "headers": RESPONSE_HEADERS,
+        "components": {"schemas": components, "headers": {
+                           name: value for name, value in RESPONSE_HEADERS.items() if name in used_headers},
                        "parameters": {"API-Version": api_version},
                        "securitySchemes": {name: scheme for name, scheme, _ in SECURITY_SCHEMES.values()}},
     }

@@ -19,7 +19,7 @@ log = logging.getLogger("parley.api")
 
 PROBLEM_TYPE = "https://parley.dev/problems/"
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-          409: "Conflict", 413: "Bad Request", 415: "Unsupported Media Type", 429: "Too Many Requests",
+          409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type", 429: "Too Many Requests",
           500: "Internal Server Error", 503: "Service Unavailable"}
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"(?:missing required|unknown) field `([^`]*)`")
@@ -77,9 +77,8 @@ def handle_validation(_: Request, exc: msgspec.ValidationError) -> Response:
 
 
 def handle_http(_: Request, exc: HTTPException) -> Response:
-    status = 400 if exc.status_code == 413 else exc.status_code
     detail = "the request body is too large" if exc.status_code == 413 else str(exc.detail)
-    return problem(status, detail, headers=exc.headers)
+    return problem(exc.status_code, detail, headers=exc.headers)
 
 
 def handle_unavailable(_: Request, exc: Unavailable) -> Response:

@@ -11,6 +11,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 import msgspec
 from litestar import Request, Response
+from litestar.exceptions import HTTPException
 from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
@@ -18,6 +19,7 @@ from commands.errors import Invalid
 from commands.principal import Principal
 from commands.streams import now
 from events.live import Channel, Held, LiveFrame
+from events.sealing import Sealer
 from projections.search import SearchConfig
 from events.store import JSON_NUL, EventStore
 from readapi.consistency import PositionWatch
@@ -98,6 +100,7 @@ class Services:
     store: EventStore
     pool: AsyncConnectionPool
     watch: PositionWatch
+    sealer: Sealer  # seals the secrets commands store, opens those they check
     nats_url: str = ""
     hub: LiveHub | None = None
     presence: VisitorPresence | None = None
@@ -160,7 +163,7 @@ MAX_JSON_DEPTH = 64
 async def decode_body(request: Request, shape: type[T]) -> T:
     raw = await request.body()
     if len(raw) > services(request).settings.max_body_bytes:
-        raise Invalid("the request body is too large")
+        raise HTTPException(status_code=413, detail="the request body is too large")
     if not raw:
         raise Invalid("a JSON body is required")
     too_deep = Invalid(f"the JSON nests deeper than {MAX_JSON_DEPTH} levels")

@@ -22,11 +22,11 @@ from projections.views.collections import (MESSAGES, ConversationRecord, Message
                                  parse_sort, project)
 from projections.views.history_query import parse_time
 from projections.views.identities import OperatorIdentity, identities
-from projections.views.parameters import query
+from projections.views.parameters import PositionOrTime, query
 from readapi.services import Services
 
 
-AS_OF = query("asOf", str, "Answer as the API did at this position, or this RFC 3339 time: folded from the events "
+AS_OF = query("asOf", PositionOrTime, "Answer as the API did at this position, or this RFC 3339 time: folded from the events "
                            "(GET /api/messages then needs conversationId).")
 
 

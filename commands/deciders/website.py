@@ -25,7 +25,7 @@ class WebsiteState(Folded):
     created: ev.WebsiteCreated
     brand_color: str | None
     allowed_origins: list[str]
-    identity_secret: str
+    identity_secret: str  # sealed (or, stored before sealing, in the clear): events/sealing.py
 
 
 def website_state(history: list[Recorded]) -> WebsiteState | None:

@@ -1,4 +1,4 @@
-"""Reading campaigns: one campaign, the list (cursor pages), the preview of an audience, and the audience
+"""Reading campaigns: one campaign, the list (paged like documents), the preview of an audience, and the audience
 itself as the sender resolves it. Every function takes the organization explicitly, so the REST routes
 and the MCP server read campaigns the same way (see docs/campaigns.md).
 
@@ -28,7 +28,7 @@ from commands.principal import Principal
 from commands.streams import now
 from events import types as ev
 from projections.views.collections import CUSTOMERS, Collection, Customer, filter_clauses, parse_fields
-from projections.views.cursors import CursorPage, cursor_page
+from projections.views.cursors import CursorPage, cursor_page, offset_page
 
 SAMPLE_SIZE = 10
 
@@ -89,16 +89,21 @@ async def read_campaign(conn: psycopg.AsyncConnection, org_id: uuid.UUID, campai
     return CAMPAIGNS.row_object(row)
 
 
-async def list_campaigns(conn: psycopg.AsyncConnection, org_id: uuid.UUID, params: Mapping[str, str]) -> CursorPage:
-    """GET /api/campaigns: `{items, nextCursor}` by ascending `_id`; filters `websiteId`, `status`; `limit`
-    (default 100, capped at 500), `cursor`, `fields`."""
-    if params.get("pagination") not in (None, "", "cursor"):
+async def list_campaigns(conn: psycopg.AsyncConnection, org_id: uuid.UUID,
+                         params: Mapping[str, str]) -> list[Any] | CursorPage:
+    """GET /api/campaigns, paged like the documents list, by ascending `_id`: an array (`limit`, 0 by
+    default: all; `skip`), or with `pagination=cursor` `{items, nextCursor}` pages (`limit` default 100,
+    capped at 500; `cursor`); filters `websiteId`, `status`; `fields`."""
+    pagination = params.get("pagination")
+    if pagination not in (None, "", "cursor"):
         raise Invalid("pagination accepts only the value cursor", "pagination")
     if params.get("status") and params["status"] not in STATUSES:
         raise Invalid(f"status must be one of {', '.join(STATUSES)}", "status")
     fields = parse_fields(params, Campaign)
     where, args = ["org_id = %s"], [org_id]
     clauses, values = filter_clauses(CAMPAIGNS, params)
+    if pagination != "cursor":
+        return await offset_page(conn, CAMPAIGNS, where + clauses, args + values, params, fields)
     return await cursor_page(conn, CAMPAIGNS, where + clauses, args + values, params, fields)
 
 

@@ -14,11 +14,14 @@ import msgspec
 import psycopg
 
 from commands.errors import Invalid, NotFound
+from commands.feedback import Rating
 from commands.principal import Principal
 from commands.webhooks import EventName
 from events import types as ev
 from events.ids import parse_id
-from commands.principal import Role
+from commands.apikeys import RatePerMinute
+from commands.principal import Role, Scope
+from commands.websites import BrandColor
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
@@ -26,7 +29,7 @@ class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName"
                                       "created_at": "createdAt", "allowed_origins": "allowedOrigins"}):
     id: uuid.UUID
     website_name: str
-    brand_color: str | None
+    brand_color: BrandColor | None
     created_at: datetime
     allowed_origins: list[str]  # empty: visitors' pages may call from any origin
 
@@ -70,6 +73,17 @@ class ConversationRecord(Conversation):
     metadata: dict[str, str]
 
 
+Sender = Literal["operator", "customer"]
+
+
+class MessageReaction(msgspec.Struct, rename={"sender": "from", "person_id": "personId"}):
+    """One person's reaction, as `events.types.Reaction` records it: one per person per message."""
+
+    emoji: str
+    sender: Sender
+    person_id: uuid.UUID  # the customer's or the operator's id
+
+
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
@@ -78,16 +92,17 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     conversation_id: uuid.UUID
     website_id: uuid.UUID
     content: str
-    sender: str
+    sender: Sender
     reply_to: uuid.UUID | None
     internal: bool
     creation_time: datetime
-    rating: str | None
+    rating: Rating | None
     rating_time: datetime | None
-    reactions: list[dict[str, Any]]
+    reactions: list[MessageReaction]  # stored as the event's builtins, encoded as they are
     read: bool
     campaign_id: uuid.UUID | None  # the campaign that sent it
-    author: str  # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
+    # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
+    author: Literal["customer", "operator", "agent"]
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
@@ -199,8 +214,10 @@ def parse_fields(params: Mapping[str, str], shape: type[msgspec.Struct]) -> list
     """The `fields` projection: comma-separated names, as the OpenAPI document's pattern says; `_id` is
     always kept, and an unknown name is refused rather than guessed."""
     raw = params.get("fields")
-    if not raw:
+    if raw is None:
         return None
+    if not raw:
+        raise Invalid("fields names no field; leave it out for whole records", "fields")
     known = {f.encode_name for f in msgspec.structs.fields(shape)}
     wanted = raw.split(",")
     unknown = [name for name in wanted if name not in known]
@@ -231,8 +248,11 @@ def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[l
     args: list[Any] = []
     for name, (column, kind) in collection.filters.items():
         raw = params.get(name)
-        if raw is None or raw == "":
+        if raw is None or (raw == "" and kind == "str"):
             continue
+        if raw == "":
+            # an empty id or flag filters nothing: refused like any malformed value, never read as "all"
+            raise Invalid(f"{name} is empty; leave it out to read every record", name)
         if kind == "bool":
             value: Any = parse_bool(params, name)
         elif kind == "uuid":
@@ -332,9 +352,9 @@ class ApiKey(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "ra
                                      "created_at": "createdAt"}):
     id: uuid.UUID
     name: str | None
-    scopes: list[str]
+    scopes: list[Scope]
     website_id: uuid.UUID | None
-    rate_per_minute: int | None
+    rate_per_minute: RatePerMinute | None
     revoked: bool
     created_at: datetime
 

@@ -20,7 +20,8 @@ ORG_POSITION_COLUMN = "(SELECT position FROM parley_org_positions p WHERE p.org_
 GENERATION_COLUMN = f"(SELECT generation FROM {CREDENTIAL_GENERATION})"
 # A session's last use is written at most once a minute: a token in steady use costs one write a minute,
 # not one per request.
-STALE_USE = "(c.last_used_at IS NULL OR c.last_used_at < now() - interval '1 minute')"
+STALE_USE = ("NOT EXISTS (SELECT 1 FROM parley_token_uses u WHERE u.token_id = c.token_id "
+             "AND u.last_used_at >= now() - interval '1 minute')")
 # kind -> (the credentials that stand, as `c`, and their id column): what a lookup finds
 STANDING = {
     "apikey": ("rm_api_keys c WHERE NOT c.revoked", "id"),
@@ -48,7 +49,8 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
             f"c.expires_at, {STALE_USE}, {must_enrol_sql('c.operator_id', 'c.org_id')} "
             f"FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
         if row and row[7]:
-            await conn.execute("UPDATE rm_operator_tokens SET last_used_at = now() WHERE token_id = %s", (row[0],))
+            await conn.execute("INSERT INTO parley_token_uses (token_id, last_used_at) VALUES (%s, now()) "
+                               "ON CONFLICT (token_id) DO UPDATE SET last_used_at = now()", (row[0],))
         return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
                                   generation=row[4], role=row[5], expires_at=row[6], must_enrol=row[8]),
                         row[3] or 0)

@@ -1,4 +1,5 @@
-"""Cursor pagination, shared by the lists that page by `_id` (documents, campaigns).
+"""Cursor pagination, shared by the lists that page by `_id` (documents, campaigns): an array with offset
+pagination (`limit`, `skip`) unless `pagination=cursor` asks for `{items, nextCursor}` pages.
 
 A cursor is the last `_id` of its page plus a fingerprint of the query it belongs to (organization,
 pinned website, filters), signed with HMAC-SHA256 under a secret kept in the database (made at first use,
@@ -58,6 +59,22 @@ async def cursor_page(conn: psycopg.AsyncConnection, collection: Collection, whe
     records = [collection.row_object(row) for row in rows[:size]]
     next_cursor = seal_cursor(key, records[-1].id, fingerprint) if len(rows) > size else None  # type: ignore[attr-defined]
     return CursorPage(project(records, fields), next_cursor)
+
+
+async def offset_page(conn: psycopg.AsyncConnection, collection: Collection, where: list[str], args: list[Any],
+                      params: Mapping[str, str], fields: list[str] | None) -> list[Any]:
+    """The array of `collection`'s rows matching `where` by ascending `_id`, after `params["skip"]` rows,
+    at most `params["limit"]` (0, the default: no limit)."""
+    if params.get("cursor"):
+        raise Invalid("cursor needs pagination=cursor", "cursor")
+    limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
+    sql = f"SELECT {collection.select} FROM {collection.table} WHERE {' AND '.join(where)} ORDER BY id"
+    if limit:
+        sql += f" LIMIT {limit}"
+    if skip:
+        sql += f" OFFSET {skip}"
+    rows = await (await conn.execute(sql, args)).fetchall()
+    return project([collection.row_object(row) for row in rows], fields)
 
 
 def _mac(key: bytes, payload: bytes) -> bytes:

@@ -163,6 +163,8 @@ async def search_documents(conn: psycopg.AsyncConnection, search: SearchConfig, 
                            params: Mapping[str, str], mode: Mode = "hybrid") -> list[Match]:
     """GET /api/documents/search: published documents of the caller's websites, best first."""
     query, locale = parse_query(params), parse_locale(params)
+    if "websiteId" in params and parse_id(params["websiteId"]) is None:  # empty too: never "every website"
+        raise Invalid("websiteId is not an id", "websiteId")
     limit = params.get("limit")
     try:
         limit = min(int(limit), MAX_LIMIT) if limit else DEFAULT_LIMIT

@@ -15,8 +15,8 @@ import psycopg
 
 from commands.errors import Invalid
 from commands.principal import Principal
-from projections.views.collections import Collection, filter_clauses, parse_fields, parse_int, project, scope_clauses
-from projections.views.cursors import cursor_page
+from projections.views.collections import Collection, filter_clauses, parse_fields, scope_clauses
+from projections.views.cursors import cursor_page, offset_page
 
 
 class Document(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "created_at": "createdAt",
@@ -70,16 +70,7 @@ async def list_documents(conn: psycopg.AsyncConnection, principal: Principal, pa
     fields = parse_fields(params, Document)
     where, args = _where(principal, params)
     if pagination != "cursor":
-        if params.get("cursor"):
-            raise Invalid("cursor needs pagination=cursor", "cursor")
-        limit, skip = parse_int(params, "limit"), parse_int(params, "skip")
-        sql = f"SELECT {DOCUMENTS.select} FROM rm_documents WHERE {' AND '.join(where)} ORDER BY id"
-        if limit:
-            sql += f" LIMIT {limit}"
-        if skip:
-            sql += f" OFFSET {skip}"
-        rows = await (await conn.execute(sql, args)).fetchall()
-        return project([DOCUMENTS.row_object(row) for row in rows], fields)
+        return await offset_page(conn, DOCUMENTS, where, args, params, fields)
     return await cursor_page(conn, DOCUMENTS, where, args, params, fields)
 
 

@@ -29,8 +29,8 @@ def parse_time(params: Mapping[str, str], name: str) -> datetime | None:
 
 def parse_id_param(params: Mapping[str, str], name: str):
     raw = params.get(name)
-    if not raw:
-        return None
+    if raw is None:
+        return None  # an empty one is malformed, as parse_id says
     value = parse_id(raw)
     if value is None:
         raise Invalid(f"{name} is not a valid id", name)

@@ -95,9 +95,10 @@ async def sessions_of(conn: psycopg.AsyncConnection, operator_id: uuid.UUID,
                       current_token_id: uuid.UUID) -> list[OperatorSession]:
     """The operator's sessions that stand (not revoked, not expired), in every organization, newest first."""
     rows = await (await conn.execute(
-        "SELECT token_id, created_at, last_used_at, user_agent, token_id = %s FROM rm_operator_tokens "
-        "WHERE operator_id = %s AND NOT revoked AND (expires_at IS NULL OR expires_at > now()) "
-        "ORDER BY created_at DESC NULLS LAST, token_id", (current_token_id, operator_id))).fetchall()
+        "SELECT t.token_id, t.created_at, u.last_used_at, t.user_agent, t.token_id = %s FROM rm_operator_tokens t "
+        "LEFT JOIN parley_token_uses u ON u.token_id = t.token_id "
+        "WHERE t.operator_id = %s AND NOT t.revoked AND (t.expires_at IS NULL OR t.expires_at > now()) "
+        "ORDER BY t.created_at DESC NULLS LAST, t.token_id", (current_token_id, operator_id))).fetchall()
     return [OperatorSession(*row) for row in rows]
 
 

@@ -4,10 +4,18 @@ the partial shape of a record that `fields` projects: declared beside the view, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+
+
+# A time in a query: RFC 3339 with its time zone (the views refuse one without).
+Time = Annotated[datetime, msgspec.Meta(tz=True)]
+# An event-store position (digits) or a Time: the views tell them apart by their form.
+PositionOrTime = Annotated[str, msgspec.Meta(extra_json_schema={
+    "anyOf": [{"pattern": "^[0-9]+$"}, {"format": "date-time"}]})]
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def _user_agent(request: Request) -> str | None:
 @describe("Invite an operator by e-mail address and role (admins and owners; only an owner invites an owner): "
           "a single-use link, valid 7 days, to copy and hand over. The invitation is listed among the operators, "
           "`status: invited`, until it is accepted", ADMIN, body=InvitationCreate, answer=LinkIssued, status=201,
-          errors=(409,), example={"email": "bo@example.com", "role": "agent"})
+          errors=(409,), example={"email": "bo@example.com", "role": "agent"}, operation_id="inviteOperator")
 @post("/api/operators/invitations", status_code=201)
 async def invite(request: Request, principal: Authenticated, payload: Decoded[InvitationCreate]) -> Response:
     async with services(request).pool.connection() as conn:
@@ -125,7 +125,7 @@ async def invite(request: Request, principal: Authenticated, payload: Decoded[In
 
 
 @describe("Revoke a pending invitation (admins and owners; an owner's invitation, owners only): its link no "
-          "longer works", ADMIN, status=204)
+          "longer works", ADMIN, status=204, operation_id="revokeInvitation")
 @delete("/api/operators/invitations/{invitation_id:str}", status_code=204)
 async def revoke_invitation(request: Request, principal: Authenticated, invitation_id: FromPath[str]) -> None:
     await written(request, await run_command(request, accounts.revoke_invitation, principal, parse_id(invitation_id)))
@@ -135,7 +135,8 @@ async def revoke_invitation(request: Request, principal: Authenticated, invitati
           "a password (at least 10 characters); an address that is an operator's already (of another "
           "organization) gives its password and joins. Signs in to the inviting organization: an operator token. "
           "A link used or revoked answers 404, an expired one 410", PUBLIC, body=InvitationAccept, answer=SignedIn,
-          errors=(403, 404, 410), example={"displayName": "Bo", "password": "a long passphrase"})
+          errors=(403, 404, 410), example={"displayName": "Bo", "password": "a long passphrase"},
+          operation_id="acceptInvitation")
 @post("/api/invitations/{token:str}/accept", status_code=200)
 async def accept_invitation(request: Request, token: FromPath[str], payload: Decoded[InvitationAccept]) -> Response:
     secret, created = await run_command(request, accounts.accept_invitation, token, payload.display_name,
@@ -146,7 +147,8 @@ async def accept_invitation(request: Request, token: FromPath[str], payload: Dec
 
 @describe("Change your password (the current one required; at least 10 characters): every other session of "
           "yours ends, this one stays", OPERATOR_ENROLLING, body=PasswordChange, answer=PasswordSet,
-          example={"currentPassword": "correct horse", "newPassword": "a longer passphrase"})
+          example={"currentPassword": "correct horse", "newPassword": "a longer passphrase"},
+          operation_id="changePassword")
 @put("/api/operators/me/password")
 async def change_password(request: Request, principal: Authenticated, payload: Decoded[PasswordChange]) -> Response:
     created = await run_command(request, accounts.change_password, principal, payload.current_password,
@@ -158,7 +160,7 @@ async def change_password(request: Request, principal: Authenticated, payload: D
 @describe("Ask for a password reset link by e-mail: always 202, whether or not the address has an account. "
           "The link is sent where e-mail is configured; until then nothing is sent, and an admin makes one "
           "(`POST /api/operators/{operatorId}/password-reset`)", PUBLIC, body=PasswordResetRequest, answer=None,
-          status=202, position=False, example={"email": "ada@example.com"})
+          status=202, position=False, example={"email": "ada@example.com"}, operation_id="requestPasswordReset")
 @post("/api/password-resets", status_code=202)
 async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> Response:
     # no e-mail can leave yet, so nothing is recorded: the answer is the same for every address
@@ -166,7 +168,8 @@ async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> Resp
 
 
 @describe("Make a password reset link for a member of the team, to hand over (admins and owners; an owner's, "
-          "owners only): single use, valid 24 hours", ADMIN, answer=ResetIssued, status=201)
+          "owners only): single use, valid 24 hours", ADMIN, answer=ResetIssued, status=201,
+          operation_id="issuePasswordReset")
 @post("/api/operators/{operator_id:str}/password-reset", status_code=201)
 async def issue_password_reset(request: Request, principal: Authenticated, operator_id: FromPath[str]) -> Response:
     link = await run_command(request, accounts.issue_reset, principal, parse_id(operator_id),
@@ -178,7 +181,8 @@ async def issue_password_reset(request: Request, principal: Authenticated, opera
 
 @describe("Set a new password with a reset link's token (no credential; at least 10 characters): every session "
           "of the operator ends. A link used answers 404, an expired one 410", PUBLIC, body=PasswordResetUse,
-          answer=PasswordSet, errors=(404, 410), example={"password": "a long passphrase"})
+          answer=PasswordSet, errors=(404, 410), example={"password": "a long passphrase"},
+          operation_id="resetPassword")
 @post("/api/password-resets/{token:str}", status_code=200)
 async def use_password_reset(request: Request, token: FromPath[str], payload: Decoded[PasswordResetUse]) -> Response:
     created = await run_command(request, accounts.use_reset, token, payload.password)
@@ -188,7 +192,7 @@ async def use_password_reset(request: Request, token: FromPath[str], payload: De
 
 @describe("Your signed-in sessions (access tokens) in every organization: when each signed in, was last used "
           "(to the minute) and from which browser or client; `current` is this one", OPERATOR_ENROLLING,
-          answer=list[OperatorSession])
+          answer=list[OperatorSession], operation_id="listSessions")
 @get("/api/operators/me/sessions")
 async def list_sessions(request: Request, principal: Authenticated) -> Response:
     await caught_up(request)
@@ -197,7 +201,8 @@ async def list_sessions(request: Request, principal: Authenticated) -> Response:
 
 
 @describe("End one of your sessions (the current one too: that signs you out)", OPERATOR_ENROLLING,
-          answer=SessionEnded)
+          answer=SessionEnded,
+          operation_id="revokeSession")
 @delete("/api/operators/me/sessions/{session_id:str}", status_code=200)
 async def revoke_session(request: Request, principal: Authenticated, session_id: FromPath[str]) -> Response:
     created = await run_command(request, accounts.revoke_session, principal, parse_id(session_id))
@@ -225,7 +230,7 @@ async def _setup_available(request: Request) -> bool:
 
 
 @describe("Whether this install still needs its first owner (no operator exists), and whether this client may "
-          "create it without a setup code", PUBLIC, answer=SetupState, position=False)
+          "create it without a setup code", PUBLIC, answer=SetupState, position=False, operation_id="getSetupState")
 @get("/api/setup")
 async def setup_state(request: Request) -> Response:
     return json_response(SetupState(await _setup_available(request), _from_this_machine(request)))
@@ -235,7 +240,8 @@ async def setup_state(request: Request) -> Response:
           "exists (then 409), from the server's own machine or with the one-time setup code `parley serve` "
           "logs at start (else 403). Never an open sign-up", PUBLIC, body=Setup, answer=SignedIn, status=201,
           errors=(403, 409), example={"organizationName": "Acme", "email": "ada@example.com",
-                                      "password": "a long passphrase", "displayName": "Ada"})
+                                      "password": "a long passphrase", "displayName": "Ada"},
+          operation_id="setUpFirstOwner")
 @post("/api/setup", status_code=201)
 async def set_up(request: Request, payload: Decoded[Setup]) -> Response:
     if not await _setup_available(request):

@@ -59,26 +59,28 @@ async def view(request: Request, principal: Principal, website_id: uuid.UUID, cr
 
 @describe("Configure the website's AI agent (AG-UI); the answer that first configures it alone carries the "
           "bearer secret", ADMIN, body=agent.AgentSettings, answer=AgentWithSecret,
-          example={"url": "https://agent.example.com/ag-ui", "greeting": "Hi! How can I help?"})
+          example={"url": "https://agent.example.com/ag-ui", "greeting": "Hi! How can I help?"},
+          operation_id="configureWebsiteAgent")
 @put("/api/websites/{website_name:str}/agent")
 async def configure_agent(request: Request, principal: Authenticated, payload: Decoded[agent.AgentSettings],
                           website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.configure, principal.org_id, website_id, payload,
-                                        services(request).settings.webhook_allow_private)
+    created, secret = await run_command(request, agent.configure, services(request).sealer, principal.org_id,
+                                        website_id, payload, services(request).settings.webhook_allow_private)
     saved = await view(request, principal, website_id, created)
     if secret is not None:
         saved = AgentWithSecret(**msgspec.structs.asdict(saved), secret=secret)
     return json_response(saved, created)
 
 
-@describe("The website's AI agent and its status (never the secret)", OPERATOR, answer=AgentView)
+@describe("The website's AI agent and its status (never the secret)", OPERATOR, answer=AgentView,
+          operation_id="getWebsiteAgent")
 @get("/api/websites/{website_name:str}/agent")
 async def get_agent(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     return json_response(await view(request, principal, await website(request, principal, website_name), None))
 
 
-@describe("Remove the website's AI agent", ADMIN, answer=Removed)
+@describe("Remove the website's AI agent", ADMIN, answer=Removed, operation_id="removeWebsiteAgent")
 @delete("/api/websites/{website_name:str}/agent", status_code=200)
 async def remove_agent(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
@@ -88,17 +90,19 @@ async def remove_agent(request: Request, principal: Authenticated, website_name:
 
 
 @describe("Rotate the bearer secret sent to the website's AI agent; the answer carries the new one",
-          ADMIN, answer=Secret)
+          ADMIN, answer=Secret, operation_id="rotateWebsiteAgentSecret")
 @post("/api/websites/{website_name:str}/agent/secret", status_code=200)
 async def rotate_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     website_id = await website(request, principal, website_name)
-    created, secret = await run_command(request, agent.rotate_secret, principal.org_id, website_id)
+    created, secret = await run_command(request, agent.rotate_secret, services(request).sealer, principal.org_id,
+                                        website_id)
     await written(request, created, PROJECTIONS)
     return json_response(Secret(secret), created)
 
 
 @describe("The visitor's result for an action the AI agent offered; it reaches the agent in a follow-up run",
-          VISITOR, body=agent.ActionResult, answer=ActionAccepted, errors=(409,), example={"result": {"opened": True}})
+          VISITOR, body=agent.ActionResult, answer=ActionAccepted, errors=(409,), example={"result": {"opened": True}},
+          operation_id="submitChatActionResult")
 @post("/api/chat/actions/{tool_call_id:str}/result", status_code=200)
 async def action_result(request: Request, principal: Authenticated, payload: Decoded[agent.ActionResult],
                         tool_call_id: FromPath[str]) -> Response:

@@ -15,6 +15,7 @@ from litestar.response import Stream
 from projections.views.audit import AuditEntry, all_entries, csv_lines, download_filter, list_audit, ndjson_lines
 from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.auth import ADMIN, Authenticated
+from projections.views.parameters import Time
 from readapi.openapi import describe, query
 from readapi.services import caught_up, json_response, services
 
@@ -23,8 +24,8 @@ DOWNLOADS = {"text/csv": "audit.csv", "application/x-ndjson": "audit.ndjson"}
 QUERY = (
     query("actorId", uuid.UUID, "Only what this operator, API key or MCP client's operator did."),
     query("action", str, "Only this action (`webhook.created`), or every action on a kind of subject (`webhook.*`)."),
-    query("since", str, "Only changes at or after this time (RFC 3339)."),
-    query("until", str, "Only changes before this time (RFC 3339)."),
+    query("since", Time, "Only changes at or after this time (RFC 3339)."),
+    query("until", Time, "Only changes before this time (RFC 3339)."),
     query("limit", Annotated[int, msgspec.Meta(ge=0)], f"Entries per page; 100 by default, capped at {PAGE_MAX}."),
     query("cursor", str, "The previous page's `nextCursor` (JSON pages only)."),
 )
@@ -49,7 +50,7 @@ async def _download(request: Request, where: list[str], args: list[Any], media: 
 @describe("The organization's audit log: who changed which setting or record, when, from where, and how "
           "(newest first)", ADMIN, answer=CursorPage[AuditEntry], query=QUERY,
           description="`Accept: text/csv` or `Accept: application/x-ndjson` downloads every entry the filters "
-          "match instead of a page. Secrets show as \"***\". Admins and owners only.")
+          "match instead of a page. Secrets show as \"***\". Admins and owners only.", operation_id="listAuditEntries")
 @get("/api/audit")
 async def audit_route(request: Request, principal: Authenticated) -> Response | Stream:
     await caught_up(request, READ_MODELS)

@@ -35,7 +35,7 @@ async def my_identity(request: Request, created: Created) -> Response:
     return json_response(found[created.id], created)
 
 
-@describe("Upload your avatar", OPERATOR, body=IMAGE, answer=OperatorIdentity, errors=(413, 415),
+@describe("Upload your avatar", OPERATOR, operation_id="setMyAvatar", body=IMAGE, answer=OperatorIdentity, errors=(413, 415),
           description="The image is recognised by its first bytes (a PNG, JPEG or WebP file; anything else is 415), "
                       "turned upright, cropped to a square, resized and encoded again as WebP from its pixels "
                       "alone: none of the file's metadata (EXIF, GPS position, comments) is kept. Visitors see it "
@@ -50,14 +50,14 @@ async def upload_avatar(request: Request, principal: Authenticated) -> Response:
     return await my_identity(request, created)
 
 
-@describe("Remove your avatar (your initials are shown again)", OPERATOR, answer=OperatorIdentity)
+@describe("Remove your avatar (your initials are shown again)", OPERATOR, operation_id="removeMyAvatar", answer=OperatorIdentity)
 @delete("/api/operators/me/avatar", status_code=200)
 async def remove_avatar(request: Request, principal: Authenticated) -> Response:
     created = await run_command(request, avatars.remove_avatar, principal)
     return await my_identity(request, created)
 
 
-@describe("An operator's avatar", PUBLIC, answer="The image: WebP for an uploaded avatar, SVG for initials.",
+@describe("An operator's avatar", PUBLIC, operation_id="getOperatorAvatar", answer="The image: WebP for an uploaded avatar, SVG for initials.",
           media_type="image/*", tag="operators",
           description="No credential: the widget shows it beside the team's replies. The URL a message's "
                       "`operator.avatarUrl` gives names the version (`v`), and its answer may be cached for good; "

@@ -78,7 +78,7 @@ def plan(items: list[BatchItem]) -> list[PlannedRead]:
 @describe("Several collection reads in one request, from one snapshot", OPERATOR, body=list[BatchItem],
           answer=dict[str, Any], position=False, example=[{"alias": "open", "url": "conversations?resolved=false&limit=20"}],
           description="Each item names a relative collection read; the answer maps each alias to exactly what "
-                      "that GET would answer. At most 20 items.")
+                      "that GET would answer. At most 20 items.", operation_id="runBatch")
 @post("/api/batch", status_code=200)
 async def batch(request: Request, principal: Authenticated, payload: Decoded[list[BatchItem]]) -> Response:
     reads = plan(payload)

@@ -46,20 +46,21 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
 @describe("Start a visitor's chat session", PUBLIC, body=chat.SessionStart, answer=SessionCreated, position=True,
           errors=(401, 404), example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10"},
           description="A signed-in visitor also sends `userId` and its `signature` (HMAC-SHA256 with the "
-                      "website's identity secret); 401 when the signature does not match.")
+                      "website's identity secret); 401 when the signature does not match.",
+          operation_id="createChatSession")
 @post("/api/chat/sessions", status_code=200)
 async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -> Response:
     await check_origin(request, parse_id(payload.website_id))
-    session = await run_command(request, chat.start_session, payload)
+    session = await run_command(request, chat.start_session, services(request).sealer, payload)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)
 
 
 @describe("Start a conversation as the visitor", VISITOR, body=ConversationStart, body_required=False,
-          links={"transcript": {"query.conversationId": ID},
-                 "post_message": {"requestBody": {"conversationId": ID, "content": "Hello"}}},
-          answer=ChatConversation)
+          links={"listChatMessages": {"query.conversationId": ID},
+                 "createChatMessage": {"requestBody": {"conversationId": ID, "content": "Hello"}}},
+          answer=ChatConversation, operation_id="startChatConversation")
 @post("/api/chat/conversations", status_code=200)
 async def start_conversation(request: Request, principal: Authenticated,
                              payload: Decoded[ConversationStart | None]) -> Response:
@@ -71,7 +72,7 @@ async def start_conversation(request: Request, principal: Authenticated,
     return json_response(conversation, created)
 
 
-@describe("The visitor's conversations", VISITOR, answer=list[ChatConversation])
+@describe("The visitor's conversations", VISITOR, answer=list[ChatConversation], operation_id="listChatConversations")
 @get("/api/chat/conversations")
 async def list_visitor_conversations(request: Request, principal: Authenticated) -> Response:
     await fresh(request, principal, None)
@@ -81,7 +82,8 @@ async def list_visitor_conversations(request: Request, principal: Authenticated)
 
 @describe("Post a message as the visitor", Auth(("chat",), kept=True), body=chat.VisitorMessage, answer=ChatMessage,
           errors=(404,),
-          example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f", "content": "Hi, I need help"})
+          example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f", "content": "Hi, I need help"},
+          operation_id="createChatMessage")
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
     created = await with_principal(request, chat.post_message)
@@ -90,7 +92,8 @@ async def post_message(request: Request) -> Response:
 
 
 @describe("The visitor's transcript of one conversation", VISITOR, answer=list[ChatMessage], errors=(404,),
-          query=(query("conversationId", uuid.UUID, "The conversation.", required=True),))
+          query=(query("conversationId", uuid.UUID, "The conversation.", required=True),),
+          operation_id="listChatMessages")
 @get("/api/chat/messages")
 async def transcript(request: Request, principal: Authenticated) -> Response:
     raw = request.query_params.get("conversationId")
@@ -112,14 +115,14 @@ async def profile_response(request: Request, principal: Principal, created: Crea
     return json_response(profile, created)
 
 
-@describe("The visitor's profile", VISITOR, answer=Profile)
+@describe("The visitor's profile", VISITOR, answer=Profile, operation_id="getChatProfile")
 @get("/api/chat/profile")
 async def get_profile(request: Request, principal: Authenticated) -> Response:
     return await profile_response(request, principal, None)
 
 
 @describe("Change the visitor's profile (only the fields given)", VISITOR, body=chat.ProfileUpdate,
-          answer=Profile, example={"nickname": "Ada", "phone": "+44 20 7946 0000"})
+          answer=Profile, example={"nickname": "Ada", "phone": "+44 20 7946 0000"}, operation_id="updateChatProfile")
 @put("/api/chat/profile")
 async def update_profile(request: Request, principal: Authenticated, payload: Decoded[chat.ProfileUpdate]) -> Response:
     created = await run_command(request, chat.update_profile, principal, payload)
@@ -130,7 +133,7 @@ async def update_profile(request: Request, principal: Authenticated, payload: De
           answer=chat.Metadata, example={"metadata": {"plan": "pro", "coupon": None}},
           description="The current conversation is the visitor's latest open one; without one, the keys are held "
                       "for the next conversation the visitor starts (`conversationId` is then null). A null value "
-                      "removes a key; a conversation holds at most 50.")
+                      "removes a key; a conversation holds at most 50.", operation_id="setChatMetadata")
 @put("/api/chat/metadata")
 async def set_metadata(request: Request, principal: Authenticated, payload: Decoded[chat.MetadataUpdate]) -> Response:
     await fresh(request, principal, None)
@@ -145,7 +148,7 @@ async def set_metadata(request: Request, principal: Authenticated, payload: Deco
               "readables": [{"userId": None, "description": "Cart", "value": {"items": 2}}],
               "actions": [{"userId": None, "name": "applyCoupon", "description": "Applies a coupon code"}]},
           description="The whole current set: it replaces the session's earlier one. At most 50 readables "
-                      "(each value at most 8 KiB of JSON) and 50 actions.")
+                      "(each value at most 8 KiB of JSON) and 50 actions.", operation_id="setChatContext")
 @put("/api/chat/context")
 async def set_context(request: Request, principal: Authenticated, payload: Decoded[chat.ContextUpdate]) -> Response:
     created = await run_command(request, chat.set_context, principal, payload)

@@ -16,7 +16,7 @@ from readapi.services import run_command
 
 
 @describe("Resolve, reopen or mark a conversation as spam; pause or resume the website's AI agent in it", OPERATOR, body=conversations.ConversationFlags,
-          answer=ConversationRecord, example={"resolved": True})
+          answer=ConversationRecord, example={"resolved": True}, operation_id="updateConversation")
 @patch("/api/conversations/{conversation_id:str}")
 async def update_flags(request: Request, principal: Authenticated, payload: Decoded[conversations.ConversationFlags],
                        conversation_id: FromPath[str]) -> Response:

@@ -14,7 +14,8 @@ from readapi.services import json_response, services
 from readapi.time_travel import AuditTrail, audit_trail
 
 
-@describe("A conversation's audit trail", OPERATOR, answer=AuditTrail, errors=(404,))
+@describe("A conversation's audit trail", OPERATOR, answer=AuditTrail, errors=(404,),
+          operation_id="getConversationHistory")
 @get("/api/conversations/{conversation_id:str}/history")
 async def conversation_history(request: Request, principal: Authenticated, conversation_id: FromPath[str]) -> Response:
     return json_response(await audit_trail(services(request), principal, parse_id(conversation_id)))

@@ -61,13 +61,15 @@ def document(request: Request) -> bytes:
     return state.openapi
 
 
-@describe("The OpenAPI document of this API", PUBLIC, answer=dict[str, Any], tag="docs")
+@describe("The OpenAPI document of this API", PUBLIC, answer=dict[str, Any], tag="docs",
+          operation_id="getOpenApiDocument")
 @get("/schema/openapi.json")
 async def openapi_document(request: Request) -> Response:
     return Response(document(request), media_type="application/json")
 
 
-@describe("The interactive API reference (Swagger UI)", PUBLIC, answer=str, media_type="text/html", tag="docs")
+@describe("The interactive API reference (Swagger UI)", PUBLIC, answer=str, media_type="text/html", tag="docs",
+          operation_id="getApiReference")
 @get("/docs")
 async def docs_page() -> Response:
     return Response(PAGE, media_type="text/html", headers=PAGE_HEADERS)

@@ -63,27 +63,30 @@ DOCUMENTS_LISTING = register(Listing("documents", "documents:read", list_documen
 READ = DOCUMENTS_LISTING.auth
 
 
-@describe("List the help documents", READ, answer=(ListOf(Document), CursorPage[partial(Document)]), query=LIST_QUERY)
+@describe("List the help documents", READ, answer=(ListOf(Document), CursorPage[partial(Document)]), query=LIST_QUERY,
+          operation_id="listDocuments")
 @get("/api/documents")
 async def list_documents_route(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, DOCUMENTS_LISTING)
 
 
-@describe("Search the published help documents", READ, answer=list[Match], query=SEARCH_QUERY)
+@describe("Search the published help documents", READ, answer=list[Match], query=SEARCH_QUERY,
+          operation_id="searchDocuments")
 @get("/api/documents/search")
 async def search_route(request: Request, principal: Authenticated) -> Response:
     return await _search(request, principal)
 
 
 @describe("Search the visitor's website's published help documents", VISITOR, answer=list[Match],
-          query=SEARCH_QUERY[:3])
+          query=SEARCH_QUERY[:3], operation_id="searchChatDocuments")
 @get("/api/chat/documents/search")
 async def chat_search_route(request: Request, principal: Authenticated) -> Response:
     """The widget's searchDocuments(query, locale): the visitor's website only."""
     return await _search(request, principal)
 
 
-@describe("Read a published help document of the visitor's website", VISITOR, answer=Document, errors=(404,))
+@describe("Read a published help document of the visitor's website", VISITOR, answer=Document, errors=(404,),
+          operation_id="getChatDocument")
 @get("/api/chat/documents/{document_id:str}")
 async def chat_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     """The widget opens a search result in its panel: published documents only, of the visitor's website."""
@@ -92,7 +95,7 @@ async def chat_document(request: Request, principal: Authenticated, document_id:
         return json_response(await read_one(conn, PUBLISHED_DOCUMENTS, principal, parse_id(document_id)))
 
 
-@describe("Read a help document", READ, answer=Document)
+@describe("Read a help document", READ, answer=Document, operation_id="getDocument")
 @get("/api/documents/{document_id:str}")
 async def get_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     svc = services(request)
@@ -102,10 +105,11 @@ async def get_document(request: Request, principal: Authenticated, document_id: 
 
 
 @describe("Write a help document", OPERATOR, body=documents.DocumentCreate, answer=Document, errors=(404,),
-          links={"get_document": {"documentId": ID}, "update_document": {"documentId": ID},
-                 "delete_document": {"documentId": ID}},
+          links={"getDocument": {"documentId": ID}, "updateDocument": {"documentId": ID},
+                 "deleteDocument": {"documentId": ID}},
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "title": "Resetting your password",
-                   "content": "Open Settings, then Security.", "locale": "en", "published": True})
+                   "content": "Open Settings, then Security.", "locale": "en", "published": True},
+          operation_id="createDocument")
 @post("/api/documents", status_code=200)
 async def create_document(request: Request, principal: Authenticated,
                           payload: Decoded[documents.DocumentCreate]) -> Response:
@@ -116,7 +120,8 @@ async def create_document(request: Request, principal: Authenticated,
 @describe("Import a help document from a file: created, or updated when it changed, found by its path",
           OPERATOR, body=documents.DocumentImport, answer=DocumentImported, errors=(404,),
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "source": "billing/refunds.md",
-                   "title": "Refund policy", "content": "Within 30 days.", "category": "billing", "published": True})
+                   "title": "Refund policy", "content": "Within 30 days.", "category": "billing", "published": True},
+          operation_id="importDocument")
 @post("/api/documents/import", status_code=200)
 async def import_document(request: Request, principal: Authenticated,
                           payload: Decoded[documents.DocumentImport]) -> Response:
@@ -128,7 +133,7 @@ async def import_document(request: Request, principal: Authenticated,
 
 
 @describe("Change a help document (only the fields given)", OPERATOR, body=documents.DocumentUpdate,
-          answer=Document, example={"published": False})
+          answer=Document, example={"published": False}, operation_id="updateDocument")
 @put("/api/documents/{document_id:str}")
 async def update_document(request: Request, principal: Authenticated, payload: Decoded[documents.DocumentUpdate],
                           document_id: FromPath[str]) -> Response:
@@ -136,7 +141,7 @@ async def update_document(request: Request, principal: Authenticated, payload: D
     return await _document(request, principal, created)
 
 
-@describe("Delete a help document", OPERATOR, status=204)
+@describe("Delete a help document", OPERATOR, status=204, operation_id="deleteDocument")
 @delete("/api/documents/{document_id:str}", status_code=200)  # the Response below sets 204
 async def delete_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     created = await run_command(request, documents.delete_document, principal, parse_id(document_id))

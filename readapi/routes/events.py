@@ -8,7 +8,6 @@ import asyncio
 import tempfile
 import uuid
 import zipfile
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, AsyncIterator, Literal
 
@@ -24,6 +23,7 @@ from events.live import Held
 from readapi.auth import Auth, Authenticated
 from projections.views.collections import parse_bool, parse_int
 from projections.views.history_query import history_filter
+from projections.views.parameters import PositionOrTime, Time
 from readapi.openapi import LIMIT, describe, query
 
 from readapi.services import held_by, services
@@ -34,8 +34,8 @@ FOLLOW_WAIT_SECONDS = 15.0
 Position = Annotated[int, msgspec.Meta(ge=0)]
 FILTERS = (
     query("after", Position, "Only events after this position."),
-    query("until", str, "Only events up to this position, or this RFC 3339 time."),
-    query("since", datetime, "Only events at or after this RFC 3339 time (with its time zone)."),
+    query("until", PositionOrTime, "Only events up to this position, or this RFC 3339 time."),
+    query("since", Time, "Only events at or after this RFC 3339 time (with its time zone)."),
     query("types", str, "Comma-separated event type names."),
     query("websiteId", uuid.UUID, "Only this website's events."),
     query("conversationId", uuid.UUID, "Only this conversation's events."),
@@ -93,7 +93,8 @@ async def _history_lines(request: Request, flt: HistoryFilter, limit: int, follo
 
 @describe("The organization's event history as NDJSON, then live with `follow=true`",
           Auth(scope="events:read", role="admin"), answer="One JSON object per line: each event in its public shape, in position "
-          "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY)
+          "order; a history that ends closes with a trailer line.", media_type="application/x-ndjson", query=QUERY,
+          operation_id="listEvents")
 @get("/api/events")
 async def stream_events(request: Request, principal: Authenticated) -> Stream:
     params = request.query_params
@@ -149,7 +150,8 @@ async def zipped_export(database_url: str, flt: HistoryFilter, fmt: Format) -> A
 @describe("The organization's event history as a zip of Parquet files (one per event type) or JSON Lines",
           Auth(scope="events:read", role="admin"), answer="A zip: `<type>.parquet` files or `events.jsonl`, and `manifest.json`.",
           media_type="application/zip",
-          query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS))
+          query=(query("format", Literal["parquet", "jsonl"], "The files' format (default parquet)."), *FILTERS),
+          operation_id="exportEvents")
 @get("/api/events/export")
 async def export_events(request: Request, principal: Authenticated) -> Stream:
     """The export `parley events export` writes, as one zip: for an analyst away from the server."""

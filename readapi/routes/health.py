@@ -54,7 +54,7 @@ class Readiness(msgspec.Struct, rename="camel", omit_defaults=True):
     degraded: list[str] | None = None  # what works less well ("nats": live frames lost, consumers poll the store)
 
 
-@describe("Liveness: the process serves HTTP", PUBLIC, answer=Alive, tag="health")
+@describe("Liveness: the process serves HTTP", PUBLIC, answer=Alive, tag="health", operation_id="checkLiveness")
 @get("/healthz")
 async def healthz() -> Response:
     return json_response(Alive("ok"))
@@ -63,7 +63,7 @@ async def healthz() -> Response:
 @describe("Readiness: PostgreSQL reachable (200, else 503 with the same report: the process cannot serve); NATS "
           "unreachable leaves it ready with status `degraded`; with each read model's lag behind the event store and "
           "whether search is still loading its model",
-          PUBLIC, answer=Readiness, also=(503,), tag="health")
+          PUBLIC, answer=Readiness, also=(503,), tag="health", operation_id="checkReadiness")
 @get("/readyz")
 async def readyz(request: Request) -> Response:
     (postgres, head, read_models), nats = await asyncio.gather(_postgres(request), _nats(services(request).nats_url))

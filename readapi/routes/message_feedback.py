@@ -29,7 +29,8 @@ async def visitor_feedback(request: Request, principal: Principal, payload: Any,
     return message, created
 
 
-@describe("Rate a message as the visitor", VISITOR, body=feedback.VisitorRating, answer=ChatMessage)
+@describe("Rate a message as the visitor", VISITOR, body=feedback.VisitorRating, answer=ChatMessage,
+          operation_id="rateMessage")
 @post("/api/messages/{message_id:str}/rating", status_code=200)
 async def rate_as_visitor(request: Request, principal: Authenticated, payload: Decoded[feedback.VisitorRating],
                           message_id: FromPath[str]) -> Response:
@@ -38,7 +39,7 @@ async def rate_as_visitor(request: Request, principal: Authenticated, payload: D
 
 
 @describe("React to a message as the visitor (null clears the reaction)", VISITOR, body=feedback.VisitorReaction,
-          answer=VisitorReactions, errors=(409,))
+          answer=VisitorReactions, errors=(409,), operation_id="reactToMessageAsCustomer")
 @post("/api/messages/{message_id:str}/reaction/customer", status_code=200)
 async def react_as_visitor(request: Request, principal: Authenticated, payload: Decoded[feedback.VisitorReaction],
                            message_id: FromPath[str]) -> Response:
@@ -53,7 +54,8 @@ async def operator_feedback(request: Request, principal: Principal, payload: Any
     return await one_response(request, MESSAGES, principal, created.id, created=created)
 
 
-@describe("Rate a message as the team", OPERATOR, body=feedback.OperatorRating, answer=Message)
+@describe("Rate a message as the team", OPERATOR, body=feedback.OperatorRating, answer=Message,
+          operation_id="rateMessageAsOperator")
 @post("/api/messages/{message_id:str}/rating/operator", status_code=200)
 async def rate_as_operator(request: Request, principal: Authenticated, payload: Decoded[feedback.OperatorRating],
                            message_id: FromPath[str]) -> Response:
@@ -61,7 +63,7 @@ async def rate_as_operator(request: Request, principal: Authenticated, payload: 
 
 
 @describe("React to a message as the team (null clears the reaction)", OPERATOR, body=feedback.OperatorReaction,
-          answer=Message, errors=(409,))
+          answer=Message, errors=(409,), operation_id="reactToMessageAsOperator")
 @post("/api/messages/{message_id:str}/reaction/operator", status_code=200)
 async def react_as_operator(request: Request, principal: Authenticated, payload: Decoded[feedback.OperatorReaction],
                             message_id: FromPath[str]) -> Response:

@@ -39,7 +39,8 @@ class SignedOut(msgspec.Struct):
 @describe("Sign in as an operator: an access token for e-mail and password (and `totp`, a current code or a "
           "recovery code, for an operator with two-factor sign-in: without it, or with a wrong one, 401 "
           "two-factor-required)", PUBLIC, body=SignIn,
-          answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"})
+          answer=SignedIn, errors=(401,), example={"email": "ada@example.com", "password": "correct horse"},
+          operation_id="signIn")
 @post("/api/operators/sessions", status_code=200)
 async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     try:
@@ -64,7 +65,8 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     return json_response(SignedIn(token), created)
 
 
-@describe("Sign out: revoke the presented operator token", OPERATOR_ENROLLING, answer=SignedOut)
+@describe("Sign out: revoke the presented operator token", OPERATOR_ENROLLING, answer=SignedOut,
+          operation_id="signOut")
 @delete("/api/operators/sessions/current", status_code=200)
 async def sign_out(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
@@ -75,7 +77,8 @@ async def sign_out(request: Request, principal: Authenticated) -> Response:
 
 
 @describe("The presented operator token: its operator's e-mail and its organization", OPERATOR_ENROLLING,
-          answer=Session)
+          answer=Session,
+          operation_id="getCurrentSession")
 @get("/api/operators/sessions/current")
 async def current_session(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)

@@ -27,7 +27,8 @@ class PetVerdict(msgspec.Struct):
 @describe("Check a pet atlas against every rule of the pet format", OPERATOR, body=ATLAS, answer=PetVerdict,
           errors=(413, 415), position=False, tag="pets",
           description="Answers `valid` and the rules the atlas breaks, one sentence each, as "
-                      "`parley pets validate` prints them. A body that is not a PNG or WebP file at all is 400.")
+                      "`parley pets validate` prints them. A body that is not a PNG or WebP file at all is 400.",
+          operation_id="validatePet")
 @post("/api/pets/validate", status_code=200, request_max_body_size=pets.MAX_ATLAS_BYTES)
 async def validate_pet(request: Request) -> Response:
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()

@@ -82,7 +82,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
 @describe("The organization's changes as they happen", OPERATOR, answer=FRAMES + "Events: `conversation.created` "
           "(a Conversation), `conversation.updated` ({conversationId, resolved, spam}), `message.created` "
           "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions). " + LIVE_FRAMES + ".",
-          media_type="text/event-stream", query=(LAST_EVENT_ID,))
+          media_type="text/event-stream", query=(LAST_EVENT_ID,), operation_id="streamOperatorEvents")
 @get("/api/realtime")
 async def operator_stream(request: Request, principal: Authenticated) -> Stream:
     return event_stream(request, Channel("operator", principal.org_id, held=held_by(principal)))
@@ -93,7 +93,7 @@ async def operator_stream(request: Request, principal: Authenticated) -> Stream:
           "`MESSAGE_UPDATED_EVENT` ({messageId}: read the message again). " + LIVE_FRAMES + ", and "
           "`action.offered` ({conversationId, toolCallId, name, arguments}: answer with "
           "`POST /api/chat/actions/{toolCallId}/result`).", media_type="text/event-stream",
-          query=(LAST_EVENT_ID,))
+          query=(LAST_EVENT_ID,), operation_id="streamChatEvents")
 @get("/api/chat/realtime")
 async def visitor_stream(request: Request, principal: Authenticated) -> Stream:
     """A visitor holding this stream open is online (the inbox's `online` filter)."""
@@ -109,7 +109,8 @@ async def visitor_stream(request: Request, principal: Authenticated) -> Stream:
           position=False, example={"typing": True},
           description="Ephemeral: no event is stored. The visitor's open realtime channels receive a live `typing` "
                       "frame ({conversationId, typing}); nothing goes to a conversation for operators only. Send "
-                      "`true` every few seconds while the operator types and `false` when they stop or send.")
+                      "`true` every few seconds while the operator types and `false` when they stop or send.",
+          operation_id="sendTypingIndicator")
 @post("/api/conversations/{conversation_id:str}/typing", status_code=200)  # the Response below sets 204
 async def team_typing(request: Request, principal: Authenticated, payload: Decoded[TypingUpdate],
                       conversation_id: FromPath[str]) -> Response:

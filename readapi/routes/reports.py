@@ -20,7 +20,8 @@ from readapi.services import caught_up, json_response
               query("days", Annotated[int, msgspec.Meta(ge=1, le=MAX_DAYS)],
                     f"How many days back, today included; {DEFAULT_DAYS} by default."),
               query("timezone", str, "The IANA time zone days and hours are counted in; UTC by default."),
-              query("websiteId", uuid.UUID, "Only this website (the totals by website always show every one).")))
+              query("websiteId", uuid.UUID, "Only this website (the totals by website always show every one).")),
+          operation_id="getReports")
 @get("/api/reports")
 async def reports(request: Request, principal: Authenticated) -> Response:
     await caught_up(request)

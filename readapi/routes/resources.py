@@ -38,28 +38,30 @@ async def one_response(request: Request, collection: Collection, principal: Prin
         return json_response(await read_one(conn, collection, principal, record_id, key_column), created)
 
 
-@describe("List the websites", WEBSITES_LISTING.auth, answer=ListOf(Website), query=collection_query(WEBSITES))
+@describe("List the websites", WEBSITES_LISTING.auth, answer=ListOf(Website), query=collection_query(WEBSITES),
+          operation_id="listWebsites")
 @get("/api/websites")
 async def list_websites(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, WEBSITES_LISTING)
 
 
-@describe("Read a website by its name", Auth(scope="websites:read"), answer=Website)
+@describe("Read a website by its name", Auth(scope="websites:read"), answer=Website, operation_id="getWebsite")
 @get("/api/websites/{website_name:str}")
 async def get_website(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
     return await one_response(request, WEBSITES, principal, website_name, key_column="name")
 
 
-@describe("List the customers", CUSTOMERS_LISTING.auth, answer=ListOf(Customer), query=collection_query(CUSTOMERS))
+@describe("List the customers", CUSTOMERS_LISTING.auth, answer=ListOf(Customer), query=collection_query(CUSTOMERS),
+          operation_id="listCustomers")
 @get("/api/customers")
 async def list_customers(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, CUSTOMERS_LISTING)
 
 
 @describe("Create a customer", Auth(scope="customers:write"), body=customers.CustomerCreate, answer=Customer, errors=(404,),
-          links={"get_customer": {"customerId": ID}, "update_customer": {"customerId": ID}},
+          links={"getCustomer": {"customerId": ID}, "updateCustomer": {"customerId": ID}},
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "email": "ada@example.com",
-                   "nickname": "Ada"})
+                   "nickname": "Ada"}, operation_id="createCustomer")
 @post("/api/customers", status_code=200)
 async def create_customer(request: Request, principal: Authenticated,
                           payload: Decoded[customers.CustomerCreate]) -> Response:
@@ -67,14 +69,14 @@ async def create_customer(request: Request, principal: Authenticated,
     return await one_response(request, CUSTOMERS, principal, created.id, created=created)
 
 
-@describe("Read a customer", Auth(scope="customers:read"), answer=Customer)
+@describe("Read a customer", Auth(scope="customers:read"), answer=Customer, operation_id="getCustomer")
 @get("/api/customers/{customer_id:str}")
 async def get_customer(request: Request, principal: Authenticated, customer_id: FromPath[str]) -> Response:
     return await one_response(request, CUSTOMERS, principal, parse_id(customer_id))
 
 
 @describe("Change a customer's details (only the fields given)", Auth(scope="customers:write"),
-          body=customers.CustomerUpdate, answer=Customer, example={"nickname": "Ada L."})
+          body=customers.CustomerUpdate, answer=Customer, example={"nickname": "Ada L."}, operation_id="updateCustomer")
 @put("/api/customers/{customer_id:str}")
 async def update_customer(request: Request, principal: Authenticated, payload: Decoded[customers.CustomerUpdate],
                           customer_id: FromPath[str]) -> Response:
@@ -83,18 +85,19 @@ async def update_customer(request: Request, principal: Authenticated, payload: D
 
 
 @describe("List the conversations, or an operator's inbox page with `inboxFilter`", CONVERSATIONS_LISTING.auth,
-          answer=(ListOf(Conversation), InboxPage), query=collection_query(CONVERSATIONS, *INBOX_QUERY), errors=(404,))
+          answer=(ListOf(Conversation), InboxPage), query=collection_query(CONVERSATIONS, *INBOX_QUERY), errors=(404,),
+          operation_id="listConversations")
 @get("/api/conversations")
 async def list_conversations(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, CONVERSATIONS_LISTING)
 
 
 @describe("Start a conversation", Auth(scope="messages:write"), body=conversations.ConversationCreate,
-          links={"get_conversation": {"conversationId": ID}, "update_flags": {"conversationId": ID},
-                 "create_message": {"requestBody": {"conversationId": ID, "content": "Hello", "from": "customer"}}},
+          links={"getConversation": {"conversationId": ID}, "updateConversation": {"conversationId": ID},
+                 "createMessage": {"requestBody": {"conversationId": ID, "content": "Hello", "from": "customer"}}},
           answer=ConversationRecord, errors=(404,),
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10",
-                   "customerId": "0b6f7d8e-2c4a-4f1e-8d3b-5a9c1e2f4d60"})
+                   "customerId": "0b6f7d8e-2c4a-4f1e-8d3b-5a9c1e2f4d60"}, operation_id="createConversation")
 @post("/api/conversations", status_code=200)
 async def create_conversation(request: Request, principal: Authenticated,
                               payload: Decoded[conversations.ConversationCreate]) -> Response:
@@ -103,7 +106,7 @@ async def create_conversation(request: Request, principal: Authenticated,
 
 
 @describe("Read a conversation, with the metadata the visitor's page set on it", Auth(scope="conversations:read"),
-          answer=ConversationRecord, query=(AS_OF,))
+          answer=ConversationRecord, query=(AS_OF,), operation_id="getConversation")
 @get("/api/conversations/{conversation_id:str}")
 async def get_conversation(request: Request, principal: Authenticated, conversation_id: FromPath[str]) -> Response:
     if as_of := parse_as_of(request.query_params):
@@ -111,7 +114,8 @@ async def get_conversation(request: Request, principal: Authenticated, conversat
     return await one_response(request, CONVERSATION_RECORD, principal, parse_id(conversation_id))
 
 
-@describe("List the messages", MESSAGES_LISTING.auth, answer=ListOf(Message), query=collection_query(MESSAGES, AS_OF))
+@describe("List the messages", MESSAGES_LISTING.auth, answer=ListOf(Message), query=collection_query(MESSAGES, AS_OF),
+          operation_id="listMessages")
 @get("/api/messages")
 async def list_messages(request: Request, principal: Authenticated) -> Response:
     if as_of := parse_as_of(request.query_params):
@@ -128,10 +132,11 @@ async def author_identity(request: Request, message: ev.MessageCreated) -> Opera
 
 
 @describe("Post a message", Auth(scope="messages:write", kept=True), body=messages.MessageCreate, answer=Message,
-          links={"get_message": {"messageId": ID}, "read_message": {"messageId": ID},
-                 "rate_as_operator": {"messageId": ID}, "react_as_operator": {"messageId": ID}},
+          links={"getMessage": {"messageId": ID}, "markMessageRead": {"messageId": ID},
+                 "rateMessageAsOperator": {"messageId": ID}, "reactToMessageAsOperator": {"messageId": ID}},
           errors=(404,), example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f",
-                                  "content": "Hello! How can we help?", "from": "operator"})
+                                  "content": "Hello! How can we help?", "from": "operator"},
+          operation_id="createMessage")
 @post("/api/messages", status_code=200)
 async def create_message(request: Request) -> Response:
     created = await with_principal(request, messages.create_message)
@@ -140,13 +145,13 @@ async def create_message(request: Request) -> Response:
     return json_response(new_message(created.event, await author_identity(request, created.event)), created)
 
 
-@describe("Read a message", Auth(scope="messages:read"), answer=Message)
+@describe("Read a message", Auth(scope="messages:read"), answer=Message, operation_id="getMessage")
 @get("/api/messages/{message_id:str}")
 async def get_message(request: Request, principal: Authenticated, message_id: FromPath[str]) -> Response:
     return await one_response(request, MESSAGES, principal, parse_id(message_id))
 
 
-@describe("Mark a message read", Auth(scope="messages:write"), answer=Message)
+@describe("Mark a message read", Auth(scope="messages:write"), answer=Message, operation_id="markMessageRead")
 @post("/api/messages/{message_id:str}/read", status_code=200)
 async def read_message(request: Request, principal: Authenticated, message_id: FromPath[str]) -> Response:
     created = await run_command(request, messages.mark_read, principal, parse_id(message_id))

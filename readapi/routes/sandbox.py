@@ -61,15 +61,15 @@ def job_state(job_id: uuid.UUID, created_at: datetime, at: datetime, duration_se
 
 
 @describe("The sandbox's fixed demonstration documents (no credential)", PUBLIC, answer=list[SandboxDocument],
-          tag="sandbox")
+          tag="sandbox", operation_id="listSandboxDocuments")
 @get("/api/sandbox/documents")
 async def list_documents() -> Response:
     return json_response(SANDBOX_DOCUMENTS)
 
 
 @describe("Start a sandbox summary job (no credential); it finishes by itself", PUBLIC, answer=SummaryJob,
-          links={"get_summary_job": {"jobId": ID}},
-          headers=("Location",), tag="sandbox")
+          links={"getSummaryJob": {"jobId": ID}},
+          headers=("Location",), tag="sandbox", operation_id="createSummaryJob")
 @post(JOBS_PATH, status_code=202)
 async def create_summary_job(request: Request) -> Response:
     created = await run_command(request, sandbox.create_summary_job)
@@ -79,7 +79,7 @@ async def create_summary_job(request: Request) -> Response:
     return response
 
 
-@describe("Read a sandbox summary job", PUBLIC, answer=SummaryJob, tag="sandbox")
+@describe("Read a sandbox summary job", PUBLIC, answer=SummaryJob, tag="sandbox", operation_id="getSummaryJob")
 @get(JOBS_PATH + "/{job_id:str}")
 async def get_summary_job(request: Request, job_id: FromPath[str]) -> Response:
     svc = services(request)

@@ -64,7 +64,8 @@ async def _settings_view(request: Request, org_id: uuid.UUID) -> SsoSettingsView
 
 
 @describe("The organization's single sign-on settings (owners); never the client secret: `clientSecretSet` "
-          "says one is stored. 404 until it is configured", OWNER, answer=SsoSettingsView, errors=(404,))
+          "says one is stored. 404 until it is configured", OWNER, answer=SsoSettingsView, errors=(404,),
+          operation_id="getSsoSettings")
 @get("/api/organization/sso")
 async def get_sso(request: Request, principal: Authenticated) -> Response:
     await caught_up(request, READ_MODELS)
@@ -78,14 +79,14 @@ async def get_sso(request: Request, principal: Authenticated) -> Response:
           OWNER, body=sso.SsoSettings, answer=SsoSettingsView,
           example={"issuer": "https://login.example.com", "clientId": "parley", "clientSecret": "s3cret",
                    "allowedDomains": ["example.com"], "defaultRole": "agent", "buttonLabel": "Example ID",
-                   "enabled": True})
+                   "enabled": True}, operation_id="configureSso")
 @put("/api/organization/sso")
 async def put_sso(request: Request, principal: Authenticated, payload: Decoded[sso.SsoSettings]) -> Response:
     try:
         await oidc.discover(payload.issuer.strip(), _allow_private(request))
     except oidc.SignInFailed as exc:
         raise Invalid(str(exc), "issuer") from None
-    created = await run_command(request, sso.configure_sso, principal, payload)
+    created = await run_command(request, sso.configure_sso, services(request).sealer, principal, payload)
     await written(request, created, READ_MODELS)
     return json_response(await _settings_view(request, principal.org_id), created)
 
@@ -94,7 +95,7 @@ async def put_sso(request: Request, principal: Authenticated, payload: Decoded[s
           "e-mail address's domain, or of `organizationId`; 404 when there is none", PUBLIC, answer=SsoButton,
           query=(query("email", str, "An e-mail address (or only its domain) of the person signing in."),
                  query("organizationId", uuid.UUID, "The organization, for a sign-in link that names it.")),
-          errors=(404,))
+          errors=(404,), operation_id="discoverSso")
 @get("/api/sso/discover")
 async def discover(request: Request) -> Response:
     email = request.query_params.get("email", "")
@@ -109,11 +110,12 @@ async def discover(request: Request) -> Response:
 
 @describe("Start signing in with the organization's identity provider: 302 to its authorization endpoint "
           "(authorization code, `state`, `nonce`, PKCE S256), with a cookie binding the sign-in to this "
-          "browser; a failure lands on /app/ with the reason", PUBLIC, status=302, position=False)
+          "browser; a failure lands on /app/ with the reason", PUBLIC, status=302, position=False,
+          operation_id="startSsoSignIn")
 @get("/api/sso/{organization_id:str}/start", status_code=302)
 async def start(request: Request, organization_id: FromPath[str]) -> Response:
     org_id = parse_id(organization_id)
-    settings = org_id and await run_command(request, sso.current_sso, org_id)
+    settings = org_id and await run_command(request, sso.current_sso, services(request).sealer, org_id)
     if not settings or not settings.enabled:
         return _landing(request, error="single sign-on is not enabled for this organization")
     try:
@@ -133,7 +135,7 @@ async def start(request: Request, organization_id: FromPath[str]) -> Response:
           query=(query("state", str, "The state of the sign-in."),
                  query("code", str, "The authorization code."),
                  query("error", str, "The provider's error code, when it refused."),
-                 query("error_description", str, "The provider's words for it.")))
+                 query("error_description", str, "The provider's words for it.")), operation_id="completeSsoSignIn")
 @get("/api/sso/callback", status_code=302)
 async def callback(request: Request) -> Response:
     params = request.query_params
@@ -143,7 +145,7 @@ async def callback(request: Request) -> Response:
         pending = await oidc.take(services(request).pool, params["state"], request.cookies.get(oidc.BROWSER_COOKIE))
         if params.get("error"):
             raise oidc.SignInFailed(f"the identity provider refused: {params.get('error_description') or params['error']}")
-        settings = await run_command(request, sso.current_sso, pending.org_id)
+        settings = await run_command(request, sso.current_sso, services(request).sealer, pending.org_id)
         if settings is None or not settings.enabled:
             raise oidc.SignInFailed("single sign-on is not enabled for this organization")
         if not params.get("code"):

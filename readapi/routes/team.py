@@ -23,7 +23,8 @@ async def team_ids(request: Request, principal: Principal) -> list:
 
 
 @describe("Change your own profile (the display name visitors and the team see)", OPERATOR_ENROLLING,
-          body=team.ProfileChange, answer=Operator, example={"displayName": "Ada"})
+          body=team.ProfileChange, answer=Operator, example={"displayName": "Ada"},
+          operation_id="updateCurrentOperator")
 @patch("/api/operators/me")
 async def change_profile(request: Request, principal: Authenticated, payload: Decoded[team.ProfileChange]) -> Response:
     created = await run_command(request, team.change_profile, principal, payload)
@@ -33,7 +34,7 @@ async def change_profile(request: Request, principal: Authenticated, payload: De
 @describe("Change an operator's role, status or display name (admins and owners; the owner role is an "
           "owner's to give or take; the last owner stays one). Disabling ends the operator's sessions in the "
           "organization and refuses its sign-in until it is active again", ADMIN, body=team.OperatorChange,
-          answer=Operator, errors=(403, 404, 409), example={"role": "admin"})
+          answer=Operator, errors=(403, 404, 409), example={"role": "admin"}, operation_id="updateOperator")
 @patch("/api/operators/{operator_id:str}")
 async def change_operator(request: Request, operator_id: FromPath[str], principal: Authenticated,
                           payload: Decoded[team.OperatorChange]) -> Response:
@@ -43,7 +44,7 @@ async def change_operator(request: Request, operator_id: FromPath[str], principa
 
 
 @describe("Remove an operator from the organization (admins and owners; never its last owner): its sessions "
-          "there end, what it did stays", ADMIN, status=204, errors=(403, 404, 409))
+          "there end, what it did stays", ADMIN, status=204, errors=(403, 404, 409), operation_id="removeOperator")
 @delete("/api/operators/{operator_id:str}", status_code=200)  # the Response below sets 204
 async def remove_operator(request: Request, operator_id: FromPath[str], principal: Authenticated) -> Response:
     created = await run_command(request, team.remove_operator, principal, parse_id(operator_id),

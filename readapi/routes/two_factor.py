@@ -59,7 +59,7 @@ async def status_response(request: Request, principal: Principal, created: Creat
 
 
 @describe("Whether the operator has two-factor sign-in on, and whether the organization requires it",
-          OPERATOR_ENROLLING, answer=TwoFactorStatus)
+          OPERATOR_ENROLLING, answer=TwoFactorStatus, operation_id="getTwoFactor")
 @get("/api/operators/me/totp")
 async def totp_status(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
@@ -67,7 +67,8 @@ async def totp_status(request: Request, principal: Authenticated) -> Response:
 
 
 @describe("Start enrolling in two-factor sign-in: a new secret, as text, otpauth URI and QR code (SVG); it counts "
-          "once confirmed with a code", OPERATOR_ENROLLING, answer=Enrolment, errors=(409,))
+          "once confirmed with a code", OPERATOR_ENROLLING, answer=Enrolment, errors=(409,),
+          operation_id="startTwoFactorEnrolment")
 @post("/api/operators/me/totp", status_code=200)
 async def start_enrolment(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
@@ -78,7 +79,7 @@ async def start_enrolment(request: Request, principal: Authenticated) -> Respons
 
 @describe("Confirm the enrolment with a current code: two-factor sign-in is on, and the answer alone carries "
           "the ten recovery codes", OPERATOR_ENROLLING, body=CodeBody, answer=RecoveryCodes, errors=(409,),
-          example={"code": "492039"})
+          example={"code": "492039"}, operation_id="confirmTwoFactorEnrolment")
 @post("/api/operators/me/totp/confirm", status_code=200)
 async def confirm_enrolment(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
@@ -88,7 +89,7 @@ async def confirm_enrolment(request: Request, principal: Authenticated, payload:
 
 
 @describe("Turn two-factor sign-in off, with a current code or a recovery code", OPERATOR, body=CodeBody,
-          answer=TwoFactorStatus, errors=(409,), example={"code": "492039"})
+          answer=TwoFactorStatus, errors=(409,), example={"code": "492039"}, operation_id="removeTwoFactor")
 @delete("/api/operators/me/totp", status_code=200)
 async def remove_totp(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
@@ -98,7 +99,7 @@ async def remove_totp(request: Request, principal: Authenticated, payload: Decod
 
 @describe("Whether every operator of the organization must sign in with two factors; those without are sent "
           "to enrol (owners; only one who has it on may require it: 409)", OWNER, body=Security, answer=Security,
-          errors=(409,), example={"requireTwoFactor": True})
+          errors=(409,), example={"requireTwoFactor": True}, operation_id="setOrganizationSecurity")
 @put("/api/organization/security", status_code=200)
 async def set_security(request: Request, principal: Authenticated, payload: Decoded[Security]) -> Response:
     created = await run_command(request, two_factor.require_two_factor, principal, payload.require_two_factor)

@@ -52,7 +52,7 @@ async def subscription(request: Request, principal: Principal, subscription_id: 
 
 
 @describe("List the webhook subscriptions", ADMIN, answer=list[WebhookSubscription],
-          query=collection_query(WEBHOOK_SUBSCRIPTIONS)[:-1])
+          query=collection_query(WEBHOOK_SUBSCRIPTIONS)[:-1], operation_id="listWebhookSubscriptions")
 @get("/api/webhooksubscriptions")
 async def list_subscriptions(request: Request, principal: Authenticated) -> Response:
     svc = services(request)
@@ -62,22 +62,23 @@ async def list_subscriptions(request: Request, principal: Authenticated) -> Resp
 
 
 @describe("Subscribe a URL to events; the answer alone carries the signing secret", ADMIN,
-          links={"update_subscription": {"subscriptionId": ID}, "delete_subscription": {"subscriptionId": ID},
-                 "list_deliveries": {"subscriptionId": ID}, "recover_deliveries": {"subscriptionId": ID}},
+          links={target: {"webhookSubscriptionId": ID} for target in (
+              "updateWebhookSubscription", "deleteWebhookSubscription", "listWebhookDeliveries",
+              "recoverWebhookDeliveries")},
           body=webhooks.WebhookCreate, answer=WebhookSubscriptionWithSecret,
           example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10", "url": "https://example.com/hooks",
-                   "events": ["message.created"]})
+                   "events": ["message.created"]}, operation_id="createWebhookSubscription")
 @post("/api/webhooksubscriptions", status_code=200)
 async def create_subscription(request: Request, principal: Authenticated,
                               payload: Decoded[webhooks.WebhookCreate]) -> Response:
-    created, secret = await run_command(request, webhooks.subscribe, principal, payload,
+    created, secret = await run_command(request, webhooks.subscribe, services(request).sealer, principal, payload,
                                         services(request).settings.webhook_allow_private)
     saved = await subscription(request, principal, created.id, created)
     return json_response(WebhookSubscriptionWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
 @describe("Change a webhook subscription (only the fields given)", ADMIN, body=webhooks.WebhookUpdate,
-          answer=WebhookSubscription, example={"active": True})
+          answer=WebhookSubscription, example={"active": True}, operation_id="updateWebhookSubscription")
 @put("/api/webhooksubscriptions/{subscription_id:str}")
 async def update_subscription(request: Request, principal: Authenticated, payload: Decoded[webhooks.WebhookUpdate],
                               subscription_id: FromPath[str]) -> Response:
@@ -86,7 +87,7 @@ async def update_subscription(request: Request, principal: Authenticated, payloa
     return json_response(await subscription(request, principal, created.id, created), created)
 
 
-@describe("Delete a webhook subscription", ADMIN, answer=Deleted)
+@describe("Delete a webhook subscription", ADMIN, answer=Deleted, operation_id="deleteWebhookSubscription")
 @delete("/api/webhooksubscriptions/{subscription_id:str}", status_code=200)
 async def delete_subscription(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
     created = await run_command(request, webhooks.delete, principal, parse_id(subscription_id))
@@ -95,7 +96,7 @@ async def delete_subscription(request: Request, principal: Authenticated, subscr
 
 
 @describe("The subscription's delivery log, with each delivery's attempts", ADMIN,
-          answer=delivery_log.DeliveryPage, query=DELIVERIES_QUERY)
+          answer=delivery_log.DeliveryPage, query=DELIVERIES_QUERY, operation_id="listWebhookDeliveries")
 @get("/api/webhooksubscriptions/{subscription_id:str}/deliveries")
 async def list_deliveries(request: Request, principal: Authenticated, subscription_id: FromPath[str]) -> Response:
     found = await subscription(request, principal, parse_id(subscription_id))
@@ -103,7 +104,8 @@ async def list_deliveries(request: Request, principal: Authenticated, subscripti
         return json_response(await delivery_log.deliveries_page(conn, found.id, request.query_params))
 
 
-@describe("Deliver one delivery again", ADMIN, answer=delivery_log.WebhookDelivery, errors=(409,), position=False)
+@describe("Deliver one delivery again", ADMIN, answer=delivery_log.WebhookDelivery, errors=(409,), position=False,
+          operation_id="retryWebhookDelivery")
 @post("/api/webhooksubscriptions/{subscription_id:str}/deliveries/{delivery_id:str}/retry", status_code=200)
 async def retry_delivery(request: Request, principal: Authenticated, subscription_id: FromPath[str],
                          delivery_id: FromPath[str]) -> Response:
@@ -116,7 +118,8 @@ async def retry_delivery(request: Request, principal: Authenticated, subscriptio
 
 
 @describe("Deliver again everything since a time", ADMIN, body=delivery_log.Recover, answer=Redelivering,
-          errors=(409,), position=False, example={"since": "2026-11-23T00:00:00Z"})
+          errors=(409,), position=False, example={"since": "2026-11-23T00:00:00Z"},
+          operation_id="recoverWebhookDeliveries")
 @post("/api/webhooksubscriptions/{subscription_id:str}/recover", status_code=200)
 async def recover_deliveries(request: Request, principal: Authenticated, payload: Decoded[delivery_log.Recover],
                              subscription_id: FromPath[str]) -> Response:

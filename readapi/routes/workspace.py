@@ -32,15 +32,17 @@ async def list_response(request: Request, principal: Principal, collection: Coll
         return json_response(await read_list(conn, collection, principal, request.query_params))
 
 
-@describe("List the API keys", ADMIN, answer=ListOf(ApiKey), query=collection_query(API_KEYS))
+@describe("List the API keys", ADMIN, answer=ListOf(ApiKey), query=collection_query(API_KEYS),
+          operation_id="listApiKeys")
 @get("/api/apikeys")
 async def list_keys(request: Request, principal: Authenticated) -> Response:
     return await list_response(request, principal, API_KEYS)
 
 
 @describe("Create an API key; the answer alone carries its secret", ADMIN, body=apikeys.ApiKeyCreate,
-          links={"revoke_key": {"keyId": ID}},
-          answer=ApiKeyWithSecret, example={"name": "CRM sync", "scopes": ["customers:read", "customers:write"]})
+          links={"revokeApiKey": {"keyId": ID}},
+          answer=ApiKeyWithSecret, example={"name": "CRM sync", "scopes": ["customers:read", "customers:write"]},
+          operation_id="createApiKey")
 @post("/api/apikeys", status_code=200)
 async def create_key(request: Request, principal: Authenticated, payload: Decoded[apikeys.ApiKeyCreate]) -> Response:
     created, secret = await run_command(request, apikeys.create_key, principal, payload)
@@ -48,7 +50,7 @@ async def create_key(request: Request, principal: Authenticated, payload: Decode
     return json_response(ApiKeyWithSecret(**msgspec.structs.asdict(saved), secret=secret), created)
 
 
-@describe("Revoke an API key", ADMIN, answer=ApiKey)
+@describe("Revoke an API key", ADMIN, answer=ApiKey, operation_id="revokeApiKey")
 @delete("/api/apikeys/{key_id:str}", status_code=200)
 async def revoke_key(request: Request, principal: Authenticated, key_id: FromPath[str]) -> Response:
     created = await run_command(request, apikeys.revoke_key, principal, parse_id(key_id))
@@ -56,20 +58,21 @@ async def revoke_key(request: Request, principal: Authenticated, key_id: FromPat
 
 
 @describe("Create a website; the answer alone carries its identity secret", ADMIN,
-          links={"get_website": {"websiteName": NAME}, "update_website": {"websiteName": NAME},
-                 "rotate_identity_secret": {"websiteName": NAME}},
+          links={"getWebsite": {"websiteName": NAME}, "updateWebsite": {"websiteName": NAME},
+                 "rotateWebsiteIdentitySecret": {"websiteName": NAME}},
           body=websites.WebsiteCreate, answer=WebsiteWithSecret, errors=(409,),
-          example={"websiteName": "acme-help", "brandColor": "#1a2b3c"})
+          example={"websiteName": "acme-help", "brandColor": "#1a2b3c"}, operation_id="createWebsite")
 @post("/api/websites", status_code=200)
 async def create_website(request: Request, principal: Authenticated,
                          payload: Decoded[websites.WebsiteCreate]) -> Response:
-    created, secret = await run_command(request, websites.create_website, principal, payload)
+    created, secret = await run_command(request, websites.create_website, services(request).sealer, principal,
+                                        payload)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 
 
 @describe("Change a website's settings (only the fields given)", ADMIN, body=websites.WebsiteSettings,
-          answer=Website, example={"allowedOrigins": ["https://acme.example"]})
+          answer=Website, example={"allowedOrigins": ["https://acme.example"]}, operation_id="updateWebsite")
 @put("/api/websites/{website_name:str}")
 async def update_website(request: Request, principal: Authenticated, payload: Decoded[websites.WebsiteSettings],
                          website_name: FromPath[str]) -> Response:
@@ -78,21 +81,24 @@ async def update_website(request: Request, principal: Authenticated, payload: De
 
 
 @describe("Rotate a website's identity secret; the answer alone carries the new one", ADMIN,
-          answer=WebsiteWithSecret)
+          answer=WebsiteWithSecret, operation_id="rotateWebsiteIdentitySecret")
 @post("/api/websites/{website_name:str}/identity-secret", status_code=200)
 async def rotate_identity_secret(request: Request, principal: Authenticated, website_name: FromPath[str]) -> Response:
-    created, secret = await run_command(request, websites.rotate_identity_secret, principal, website_name)
+    created, secret = await run_command(request, websites.rotate_identity_secret, services(request).sealer, principal,
+                                        website_name)
     saved = await created_record(request, WEBSITES, principal, created)
     return json_response(WebsiteWithSecret(**msgspec.structs.asdict(saved), identity_secret=secret), created)
 
 
-@describe("List the organization's operators", OPERATOR, answer=ListOf(Operator), query=collection_query(OPERATORS))
+@describe("List the organization's operators", OPERATOR, answer=ListOf(Operator), query=collection_query(OPERATORS),
+          operation_id="listOperators")
 @get("/api/operators")
 async def list_operators(request: Request, principal: Authenticated) -> Response:
     return await list_response(request, principal, OPERATORS)
 
 
-@describe("The operator the token belongs to", OPERATOR_ENROLLING, answer=Operator)
+@describe("The operator the token belongs to", OPERATOR_ENROLLING, answer=Operator,
+          operation_id="getCurrentOperator")
 @get("/api/operators/me")
 async def current_operator(request: Request, principal: Authenticated) -> Response:
     return await one_response(request, OPERATORS, principal, principal.operator_id)

@@ -49,7 +49,7 @@ def seed_conversation(server: Server):
     store = server.store()
     try:
         org = admin.create_org(store, "Seed")
-        website, _ = admin.create_website(store, org.id, f"seed-{new_id().hex[:8]}", None)
+        website, _ = admin.create_website(store, server.sealer, org.id, f"seed-{new_id().hex[:8]}", None)
         customer_id, conversation_id = new_id(), new_id()
         store.append(Pending(customer_id, 1, ev.CustomerCreated(org_id=org.id, at=now(), customer_id=customer_id,
                                                                 website_id=website.id)))
@@ -156,7 +156,7 @@ def test_api_and_workers_as_separate_processes(infra, tmp_path):
     try:
         store = workers.store()
         org = admin.create_org(store, "Split")
-        website, _ = admin.create_website(store, org.id, f"split-{new_id().hex[:8]}", None)
+        website, _ = admin.create_website(store, workers.sealer, org.id, f"split-{new_id().hex[:8]}", None)
         operator, operator_token = admin.create_operator(store, org.id, f"s-{new_id().hex[:8]}@example.com",
                                                          "long enough")
         store.close()
@@ -284,8 +284,9 @@ def test_embedded_default_keeps_data_across_restarts_and_admin_cli(tmp_path):
 def test_compose_file_parses_and_sets_only_known_variables():
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
-    assert {"postgres", "nats", "qdrant", "api", "workers"} <= set(services)
-    assert "-js" in " ".join(map(str, services["nats"].get("command", [])))
+    assert {"postgres", "nats-1", "nats-2", "nats-3", "qdrant", "api", "workers"} <= set(services)
+    for node in ("nats-1", "nats-2", "nats-3"):
+        assert "-js" in " ".join(map(str, services[node].get("command", [])))
     known = set(ENVIRONMENT)
     for name in ("api", "workers"):
         environment = services[name]["environment"]
@@ -329,7 +330,8 @@ def test_an_api_key_rate_beyond_what_the_read_model_holds_is_refused(server, ten
 
 def test_every_setting_is_read_from_its_variable(monkeypatch):
     samples = {"data_dir": "/srv/parley", "port": "0", "workers_process": "0", "embedded_fsync": "0",
-               "read_wait_seconds": "1.5", "rate_operator_per_minute": "5"}
+               "read_wait_seconds": "1.5", "rate_operator_per_minute": "5", "nats_replicas": "3",
+               "signin_failures_per_account": "5"}
     for variable, (name, _) in ENVIRONMENT.items():
         monkeypatch.setenv(variable, samples.get(name, "7" if name.endswith(("_minute", "_seconds", "_concurrency",
                                                                                "_bytes", "_size", "_attempts"))

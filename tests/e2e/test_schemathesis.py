@@ -59,7 +59,7 @@ def config(document: dict, base_url: str, seed: int, headers: dict[str, dict[str
     for path_item in document["paths"].values():
         for operation in path_item.values():
             accepted = [kinds[name] for requirement in operation["security"] for name in requirement]
-            if operation["operationId"] == "sign_out":
+            if operation["operationId"] == "signOut":
                 accepted = ["sign_out"]
             elif "apikey" in accepted:
                 accepted = ["apikey"]  # operators have their own operations; keys are the integrators' way in
@@ -71,7 +71,7 @@ def config(document: dict, base_url: str, seed: int, headers: dict[str, dict[str
                 lines += ["request-timeout = 3"]
             if accepted:
                 lines += ["[operations.headers]", *(f'{k} = "{v}"' for k, v in headers[accepted[0]].items())]
-            if operation["operationId"] == "stream_events":
+            if operation["operationId"] == "listEvents":
                 # following never ends by design: Schemathesis reads the history, which does
                 lines += ["[operations.parameters]", '"query.follow" = false']
     return "\n".join(lines) + "\n"

@@ -48,7 +48,7 @@ def test_a_draft_is_created_read_listed_edited_and_deleted(http, tenant):
     assert edited.status_code == 200, edited.text
     assert edited.json() == draft | {"name": "Summer sale", "audience": {}}
     listed = http.get("/api/campaigns", params={"websiteId": str(tenant.website_id)}, headers=tenant.operator).json()
-    assert edited.json() in listed["items"]
+    assert edited.json() in listed
     assert http.delete(f"/api/campaigns/{draft['_id']}", headers=tenant.operator).status_code == 204
     assert http.get(f"/api/campaigns/{draft['_id']}", headers=tenant.operator).status_code == 404
     assert http.delete(f"/api/campaigns/{draft['_id']}", headers=tenant.operator).status_code == 404
@@ -106,9 +106,11 @@ def test_another_organization_sees_nothing_and_touches_nothing(http, server, ten
         assert http.request(method, path, json=body, headers=other_tenant.operator).status_code == 404, (method, path)
     assert http.post("/api/campaigns", json={"websiteId": str(tenant.website_id), "name": "n", "content": "c"},
                      headers=other_tenant.operator).status_code == 404
-    assert http.get("/api/campaigns", headers=other_tenant.operator).json() == {"items": [], "nextCursor": None}
+    assert http.get("/api/campaigns", headers=other_tenant.operator).json() == []
+    assert http.get("/api/campaigns", params={"pagination": "cursor"},
+                    headers=other_tenant.operator).json() == {"items": [], "nextCursor": None}
     assert http.get("/api/campaigns", params={"websiteId": str(tenant.website_id)},
-                    headers=other_tenant.operator).json()["items"] == []
+                    headers=other_tenant.operator).json() == []
     assert head(server) == before
     assert http.get(base, headers=tenant.operator).json() == draft
 
@@ -119,7 +121,7 @@ def test_the_list_pages_by_cursor_with_its_filters(http, tenant):
     http.post(f"/api/campaigns/{ids[1]}/cancel", headers=tenant.operator)
     seen, cursor, pages = [], None, 0
     while True:
-        params = {"websiteId": str(website), "limit": "2", **({"cursor": cursor} if cursor else {})}
+        params = {"websiteId": str(website), "limit": "2", "pagination": "cursor", **({"cursor": cursor} if cursor else {})}
         page = http.get("/api/campaigns", params=params, headers=tenant.operator).json()
         seen += [item["_id"] for item in page["items"]]
         pages += 1
@@ -127,18 +129,39 @@ def test_the_list_pages_by_cursor_with_its_filters(http, tenant):
         if cursor is None:
             break
     assert seen == ids and pages == 3
-    first = http.get("/api/campaigns", params={"websiteId": str(website), "limit": "2"}, headers=tenant.operator).json()
-    assert [i["_id"] for i in http.get("/api/campaigns", params={"websiteId": str(website), "status": "cancelled"},
+    cursor_mode = {"pagination": "cursor"}
+    first = http.get("/api/campaigns", params={"websiteId": str(website), "limit": "2", **cursor_mode},
+                     headers=tenant.operator).json()
+    assert [i["_id"] for i in http.get("/api/campaigns", params={"websiteId": str(website), "status": "cancelled",
+                                                                 **cursor_mode},
                                        headers=tenant.operator).json()["items"]] == [ids[1]]
-    fields = http.get("/api/campaigns", params={"websiteId": str(website), "fields": "name"}, headers=tenant.operator)
+    fields = http.get("/api/campaigns", params={"websiteId": str(website), "fields": "name", **cursor_mode},
+                      headers=tenant.operator)
     assert fields.json()["items"][0] == {"_id": ids[0], "name": "c0"}
     for params, field in (({"status": "paused"}, "status"), ({"fields": "colour"}, "fields"),
-                          ({"cursor": first["nextCursor"]}, "cursor"),  # issued for another filter
-                          ({"websiteId": str(website), "cursor": first["nextCursor"][:-2] + "AA"}, "cursor"),
-                          ({"pagination": "offset"}, "pagination"), ({"skip": "2"}, "skip")):
+                          ({"cursor": first["nextCursor"], **cursor_mode}, "cursor"),  # issued for another filter
+                          ({"websiteId": str(website), "cursor": first["nextCursor"][:-2] + "AA", **cursor_mode},
+                           "cursor"),
+                          ({"websiteId": str(website), "cursor": first["nextCursor"]}, "cursor"),  # an array's list
+                          ({"pagination": "offset"}, "pagination"), ({"skip": "2", **cursor_mode}, "skip")):
         response = http.get("/api/campaigns", params=params, headers=tenant.operator)
         assert response.status_code == 400 and response.json()["field"] == field, (params, response.text)
 
+
+
+def test_without_pagination_cursor_the_list_is_an_array_like_documents(http, tenant):
+    """The contract's "cursor pagination like documents": an array with `limit` and `skip` (0 each by
+    default: everything), `{items, nextCursor}` only with `pagination=cursor`."""
+    website, _ = tenant.add_website()
+    ids = [create(http, tenant, website, name=f"c{n}")["_id"] for n in range(4)]
+    listed = http.get("/api/campaigns", params={"websiteId": str(website)}, headers=tenant.operator)
+    assert listed.status_code == 200 and [c["_id"] for c in listed.json()] == ids
+    window = http.get("/api/campaigns", params={"websiteId": str(website), "limit": "2", "skip": "1"},
+                      headers=tenant.operator).json()
+    assert [c["_id"] for c in window] == ids[1:3]
+    named = http.get("/api/campaigns", params={"websiteId": str(website), "fields": "name", "limit": "1"},
+                     headers=tenant.operator).json()
+    assert named == [{"_id": ids[0], "name": "c0"}]
 
 def events_of(server, campaign_id: str) -> list[str]:
     store = server.store()

@@ -81,9 +81,9 @@ def history(server, http) -> History:
     store = server.store()
     try:
         org = admin.create_org(store, "Analysts").id
-        created, identity_secret = admin.create_website(store, org, f"a-{uuid.uuid4().hex[:8]}", "#000000")
+        created, identity_secret = admin.create_website(store, server.sealer, org, f"a-{uuid.uuid4().hex[:8]}", "#000000")
         site_a = created.id
-        site_b = admin.create_website(store, org, f"b-{uuid.uuid4().hex[:8]}", None)[0].id
+        site_b = admin.create_website(store, server.sealer, org, f"b-{uuid.uuid4().hex[:8]}", None)[0].id
         operator, operator_token = admin.create_operator(store, org, f"an-{uuid.uuid4().hex[:6]}@example.com",
                                                          "correct horse battery")
         _, key_secret = admin.create_api_key(store, org, ["events:read"], None, None)

@@ -8,6 +8,7 @@ import pytest
 from openapi_spec_validator import validate
 
 
+from commands.principal import ALL_SCOPES
 from readapi.openapi import UNDOCUMENTED_KEY, build_document, documented_path, operation_of, route_handlers
 from tests.support.apps import bare_app
 
@@ -104,10 +105,12 @@ def test_a_file_body_is_documented_with_its_media_types(document):
     assert validate_pet["security"] == [{"operatorToken": []}]
 
 
-def test_the_live_server_serves_the_document_and_offline_docs(http, document):
+def test_the_live_server_serves_the_document_and_offline_docs(http, server, document):
     served = http.get("/schema/openapi.json")
     assert served.status_code == 200 and served.headers["content-type"].startswith("application/json")
-    assert msgspec.json.decode(served.content) == msgspec.json.decode(msgspec.json.encode(document))
+    # the same document, but that a running server names where it is reached
+    assert msgspec.json.decode(served.content) == msgspec.json.decode(msgspec.json.encode(
+        {**document, "servers": [{"url": server.base_url, "description": "This Parley server."}]}))
     page = http.get("/docs")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "/schema/openapi.json" in page.text and "http" not in page.text.replace('"/docs', "")
@@ -129,3 +132,82 @@ def test_a_401_names_the_schemes_the_route_accepts(http, path, challenge):
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"] == challenge
         assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_a_body_over_the_cap_is_the_documented_413(http, tenant, document):
+    assert "413" in document["paths"]["/api/customers"]["post"]["responses"]
+    key = tenant.key()
+    too_large = b'{"nickname": "' + b"x" * 1_100_000 + b'"}'
+    for path in ("/api/customers", "/api/messages"):  # a described body, and a hot write's
+        answer = http.post(path, headers={**key, "content-type": "application/json"}, content=too_large)
+        assert answer.status_code == 413, answer.text
+        assert answer.headers["content-type"] == "application/problem+json" and answer.json()["status"] == 413
+    assert http.get("/api/customers", headers=key).json() == []
+
+
+def test_the_document_follows_the_contract(document):
+    """The names, defaults and enums SPEC.md gives, where the document states them."""
+    paths = document["paths"]
+    assert "/api/webhooksubscriptions/{webhookSubscriptionId}" in paths
+    assert not [path for path in paths if "{subscriptionId}" in path]
+    for path in ("/api/conversations", "/api/messages", "/api/documents"):
+        listing = {p["name"]: p["schema"] for p in paths[path]["get"]["parameters"] if "name" in p}
+        assert listing["limit"]["default"] == listing["skip"]["default"] == 0, path
+    created = paths["/api/messages"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    message = document["components"]["schemas"][created["$ref"].rsplit("/", 1)[1]]
+    assert message["properties"]["from"]["enum"] == ["customer", "operator"]
+    body_routes = [(method, path) for path, item in paths.items() for method, op in item.items() if "requestBody" in op]
+    assert len(body_routes) > 30
+    assert not [route for route in body_routes if "413" not in paths[route[1]][route[0]]["responses"]]
+
+
+def test_the_document_states_the_limits_the_server_enforces(document):
+    schemas = document["components"]["schemas"]
+    reaction = schemas["Message"]["properties"]["reactions"]["items"]
+    assert set(schemas[reaction["$ref"].rsplit("/", 1)[1]]["properties"]) == {"emoji", "from", "personId"}
+    scopes = schemas["ApiKeyCreate"]["properties"]["scopes"]["items"]["enum"]
+    assert set(scopes) == ALL_SCOPES and set(schemas["ApiKey"]["properties"]["scopes"]["items"]["enum"]) == ALL_SCOPES
+    rate = schemas["ApiKeyCreate"]["properties"]["ratePerMinute"]["anyOf"][0]
+    assert (rate["minimum"], rate["maximum"]) == (1, 1_000_000_000)
+    for shape in ("WebsiteCreate", "WebsiteSettings", "Website"):
+        assert schemas[shape]["properties"]["brandColor"]["anyOf"][0]["pattern"] == "^#[0-9a-fA-F]{6}$", shape
+    times = {(path, p["name"]): p["schema"] for path in ("/api/audit", "/api/events", "/api/messages")
+             for p in document["paths"][path]["get"]["parameters"] if p.get("name") in ("since", "until", "asOf")}
+    assert len(times) == 5
+    for where, schema in times.items():
+        assert schema.get("format") == "date-time" or {"format": "date-time"} in schema.get("anyOf", []), where
+
+
+def test_servers_tags_and_operation_ids_are_for_integrators(document):
+    assert document["servers"] == [{"url": "/", "description": "This Parley server."}]  # the bare app: not bound
+    assert all(tag.get("description") for tag in document["tags"])
+    ids = {(method, path): op["operationId"] for path, item in document["paths"].items() for method, op in item.items()}
+    assert ids[("get", "/api/documents")] == "listDocuments" and ids[("post", "/api/messages")] == "createMessage"
+    assert ids[("get", "/api/conversations/{conversationId}")] == "getConversation"
+    assert ids[("put", "/api/webhooksubscriptions/{webhookSubscriptionId}")] == "updateWebhookSubscription"
+    assert ids[("get", "/api/sandbox/documents")] == "listSandboxDocuments"
+
+
+def test_no_two_paths_match_one_url(document):
+    """Where a literal segment of one path meets a parameter of another, the parameter is a UUID (which the
+    literal never is): `/api/operators/invitations/{invitationId}` beside `/api/operators/{operatorId}/...`."""
+    def parameter_schema(path: str, name: str) -> dict:
+        item = document["paths"][path]
+        return next(p["schema"] for op in item.values() for p in op["parameters"] if p.get("name") == name)
+
+    paths = list(document["paths"])
+    for n, first in enumerate(paths):
+        for second in paths[n + 1:]:
+            a, b = first.split("/"), second.split("/")
+            if len(a) != len(b):
+                continue
+            clashes = []
+            for x, y in zip(a, b):
+                x_param, y_param = x.startswith("{"), y.startswith("{")
+                if not x_param and not y_param and x != y:
+                    break  # two different literals: never the same URL
+                if x_param != y_param:
+                    clashes.append((first, x[1:-1]) if x_param else (second, y[1:-1]))
+            else:
+                assert clashes and all(parameter_schema(path, name).get("format") == "uuid"
+                                       for path, name in clashes), (first, second)

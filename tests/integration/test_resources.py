@@ -136,6 +136,25 @@ def test_bad_list_parameters_name_the_parameter(http, tenant, params, field):
     assert response.status_code == 400 and response.json().get("field") == field
 
 
+@pytest.mark.parametrize("path, params", [
+    ("/api/conversations", {"websiteId": ""}), ("/api/customers", {"websiteId": ""}),
+    ("/api/documents", {"websiteId": ""}), ("/api/webhooksubscriptions", {"websiteId": ""}),
+    ("/api/apikeys", {"websiteId": ""}), ("/api/campaigns", {"websiteId": ""}), ("/api/events", {"websiteId": ""}),
+    ("/api/documents/search", {"query": "password", "websiteId": ""}),
+    ("/api/conversations", {"customerId": ""}), ("/api/conversations", {"resolved": ""}),
+    ("/api/messages", {"conversationId": ""}), ("/api/events", {"conversationId": ""}), ("/api/audit", {"actorId": ""}),
+    ("/api/conversations", {"fields": ""}), ("/api/customers", {"fields": ""}), ("/api/documents", {"fields": ""}),
+])
+def test_an_empty_filter_is_refused_not_read_as_every_record(http, tenant, path, params):
+    """`?websiteId=` once answered every website's records (while `?websiteId=not-a-uuid` was a 400), and an
+    empty `fields` was taken for none: an empty value is malformed like any other."""
+    create_conversation(http, tenant, create_customer(http, tenant, email="seen@example.com")["_id"])
+    answer = http.get(path, params=params, headers=tenant.operator)
+    assert answer.status_code == 400, (path, params, answer.text)
+    assert answer.json()["field"] == next(name for name in params if name != "query")
+    assert answer.headers["content-type"] == "application/problem+json"  # a problem, not records
+
+
 def test_message_create_list_get_and_last_edit_time(http, tenant, conversation):
     before = conversation["lastEditTime"]
     first = post_message(http, tenant, conversation["_id"], "first")
@@ -220,7 +239,7 @@ def test_malformed_and_oversized_bodies(http, tenant, conversation):
     assert malformed.status_code == 400 and malformed.headers["content-type"] == "application/problem+json"
     oversized = http.post("/api/messages", headers={**tenant.operator, "content-type": "application/json"},
                           content=b'{"content": "' + b"x" * 2_000_000 + b'"}')
-    assert oversized.status_code == 400
+    assert oversized.status_code == 413
     assert oversized.headers["API-Version"] == "1"
     assert http.get("/api/messages", params={"conversationId": conversation["_id"]}, headers=tenant.operator).json() == []
 

@@ -15,5 +15,5 @@ def bare_app() -> Litestar:
     """The Litestar app itself, without the contract middleware (whose rate limiter needs PostgreSQL)."""
     settings = Settings()
     services = Services(narrowed(settings, ApiSettings, search=search_config(settings)), store=None,  # type: ignore[arg-type]
-                        pool=None, watch=None)  # type: ignore[arg-type]
+                        pool=None, watch=None, sealer=None)  # type: ignore[arg-type]
     return create_app(services).app

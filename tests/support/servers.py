@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -24,7 +25,10 @@ import psycopg
 import pytest
 
 from commands import admin
+from events.sealing import Sealer
 from events.store import EventStore
+from parley.runtime import secrets_sealer
+from parley.settings import Settings
 
 ALL_KEY_SCOPES = "conversations:read,customers:read,customers:write,documents:read,messages:read,messages:write,websites:read"
 
@@ -134,6 +138,11 @@ class Server:
     def store(self) -> EventStore:
         return EventStore(self.database_url, pool_size=1)
 
+    @property
+    def sealer(self) -> Sealer:
+        """The server's: what commands run here seal its secrets with."""
+        return secrets_sealer(Settings(data_dir=self.data_dir, secrets_key=self.env.get("PARLEY_SECRETS_KEY", "")))
+
     def wait_projected(self, position: int, name: str = "core", timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout
         with psycopg.connect(self.database_url, autocommit=True) as conn:
@@ -150,7 +159,9 @@ def server_env(infra: Infra, database_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
     # Every test client is 127.0.0.1, one anonymous rate-limit bucket for the whole suite: lift its limit
     # unless a test sets its own; likewise the per-account sign-in backoff, which wrong-password tests reach.
+    # Servers on one database but different data directories share a key, as a deployment's processes must.
     env.update(PARLEY_DATABASE_URL=database_url, PARLEY_NATS_URL=infra.nats_url,
+               PARLEY_SECRETS_KEY=secrets.token_urlsafe(32),
                PARLEY_NATS_STREAM=f"T{uuid.uuid4().hex[:10].upper()}", PARLEY_LOG_LEVEL="WARNING",
                PARLEY_RATE_ANONYMOUS_PER_MINUTE="100000", PARLEY_RATE_SIGNIN_PER_MINUTE="100000",
                PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="100000", PARLEY_SIGNIN_FAILURES_PER_ACCOUNT="100000")
@@ -224,7 +235,8 @@ class Tenant:
     def add_website(self, name: str | None = None) -> tuple[uuid.UUID, str]:
         store = self.server.store()
         try:
-            created, secret = admin.create_website(store, self.org_id, name or f"w-{uuid.uuid4().hex[:10]}", None)
+            created, secret = admin.create_website(store, self.server.sealer, self.org_id,
+                                                   name or f"w-{uuid.uuid4().hex[:10]}", None)
         finally:
             store.close()
         self.server.wait_projected(created.position)
@@ -236,7 +248,7 @@ def make_tenant(server: Server) -> Tenant:
     try:
         org = admin.create_org(store, "Org " + uuid.uuid4().hex[:6])
         name = f"site-{uuid.uuid4().hex[:10]}"
-        website, identity_secret = admin.create_website(store, org.id, name, "#123456")
+        website, identity_secret = admin.create_website(store, server.sealer, org.id, name, "#123456")
         email = f"op-{uuid.uuid4().hex[:8]}@example.com"
         operator, operator_token = admin.create_operator(store, org.id, email, "correct horse")
     finally:

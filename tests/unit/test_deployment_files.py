@@ -40,6 +40,7 @@ def test_the_api_trusts_the_proxy_and_the_cluster_is_used_whole():
         assert env["PARLEY_NATS_URL"].split(",") == [f"nats://nats-{n}:4222" for n in (1, 2, 3)]
         assert env["PARLEY_NATS_REPLICAS"] == "3"
         assert env["PARLEY_QDRANT_URL"]  # one shared index for every API replica
+        assert env["PARLEY_SECRETS_KEY"].startswith("${PARLEY_SECRETS_KEY:?")  # one key, required
     for n in (1, 2, 3):
         command = services[f"nats-{n}"]["command"]
         routes = command[command.index("--routes") + 1].split(",")

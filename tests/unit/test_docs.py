@@ -47,7 +47,8 @@ def test_the_readme_s_first_conversation_pastes_as_written(infra, tmp_path):
     section = (ROOT / "README.md").read_text().split("## A first conversation", 1)[1]
     commands = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     assert commands.startswith(README_URL + "\n")
-    server = make_server(infra, tmp_path / ".parley").start()
+    # as the README's reader runs it: no PARLEY_SECRETS_KEY, the data directory's key, which `parley admin` finds
+    server = make_server(infra, tmp_path / ".parley", PARLEY_SECRETS_KEY="").start()
     try:
         below = tmp_path / "somewhere" / "below"
         below.mkdir(parents=True)

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
-from readapi.openapi import RawBody, operation_of, route_handlers
+from readapi.openapi import TAGS, RawBody, build_document, operation_of, route_handlers
 from tests.support.apps import bare_app
 
 ROUTES = Path(__file__).resolve().parents[2] / "readapi" / "routes"
+# a verb and what it acts on, camelCase: listDocuments, createMessage, updateWebhookSubscription
+OPERATION_ID = re.compile(r"^[a-z]+(?:[A-Z][a-z0-9]*)+$")
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +84,26 @@ def test_hot_writes_are_the_handlers_that_authenticate_themselves(app):
         calls = "with_principal(" in Path(handler.fn.__code__.co_filename).read_text().split(
             f"def {handler.fn.__name__}(", 1)[1].split("\n\n\n", 1)[0]
         assert calls == operation.auth.kept, (method, path)
+
+
+def test_every_operation_is_named_for_integrators_once(app):
+    """Generated clients name their functions after operationIds: each route states its own
+    (`operation_id=` in @describe), camelCase, unique, and links name their targets by it."""
+    named: dict[str, str] = {}
+    for path, method, handler, operation in documented(app):
+        where = f"{method} {path} ({handler.fn.__module__}.{handler.fn.__name__})"
+        assert OPERATION_ID.match(operation.operation_id), (
+            f"{where}: operation_id={operation.operation_id!r}; give @describe a camelCase operation_id "
+            "naming a verb and its resource, like listDocuments")
+        assert operation.operation_id not in named, f"{where} and {named[operation.operation_id]}: same operationId"
+        named[operation.operation_id] = where
+    for path, method, _, operation in documented(app):
+        unknown = set(operation.links) - set(named)
+        assert not unknown, f"{method} {path}: links to {unknown}, which no operation is named"
+    document = build_document(app)
+    assert sorted(named) == sorted(op["operationId"] for item in document["paths"].values() for op in item.values())
+
+
+def test_every_tag_is_described(app):
+    used = {tag["name"] for tag in build_document(app)["tags"]}
+    assert not used - set(TAGS), f"tags without a description in readapi/openapi.py TAGS: {sorted(used - set(TAGS))}"

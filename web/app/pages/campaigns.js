@@ -49,7 +49,7 @@ class ParleyCampaigns extends Page {
   }
 
   async load() {
-    const page = await get("/api/campaigns", {websiteId: this.websiteId}).catch((error) => error);
+    const page = await get("/api/campaigns", {websiteId: this.websiteId, pagination: "cursor"}).catch((error) => error);
     if (page instanceof Error) return replace(this.list, errorBox(page));
     replace(this.list, page.items.length ? h("div", {class: "stack"}, page.items.map((c) => this.card(c)))
       : h("p", {class: "empty"}, "No campaigns yet."));

@@ -192,7 +192,8 @@ async def use_password_reset(request: Request, token: FromPath[str], payload: De
 
 @describe("Your signed-in sessions (access tokens) in every organization: when each signed in, was last used "
           "(to the minute) and from which browser or client; `current` is this one", OPERATOR_ENROLLING,
-          answer=list[OperatorSession], operation_id="listSessions")
+          answer=list[OperatorSession],
+          operation_id="listSessions")
 @get("/api/operators/me/sessions")
 async def list_sessions(request: Request, principal: Authenticated) -> Response:
     await caught_up(request)

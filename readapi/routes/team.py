@@ -11,7 +11,7 @@ from commands.principal import Principal
 from events.ids import parse_id
 from projections.views.collections import OPERATORS, Operator
 from projections.views.operators import member_ids
-from readapi.auth import ADMIN, OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR_ENROLLING, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
 from readapi.services import POSITION_HEADER, run_command, services, written

@@ -59,7 +59,8 @@ async def status_response(request: Request, principal: Principal, created: Creat
 
 
 @describe("Whether the operator has two-factor sign-in on, and whether the organization requires it",
-          OPERATOR_ENROLLING, answer=TwoFactorStatus, operation_id="getTwoFactor")
+          OPERATOR_ENROLLING, answer=TwoFactorStatus,
+          operation_id="getTwoFactorStatus")
 @get("/api/operators/me/totp")
 async def totp_status(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
@@ -79,7 +80,8 @@ async def start_enrolment(request: Request, principal: Authenticated) -> Respons
 
 @describe("Confirm the enrolment with a current code: two-factor sign-in is on, and the answer alone carries "
           "the ten recovery codes", OPERATOR_ENROLLING, body=CodeBody, answer=RecoveryCodes, errors=(409,),
-          example={"code": "492039"}, operation_id="confirmTwoFactorEnrolment")
+          example={"code": "492039"},
+          operation_id="confirmTwoFactorEnrolment")
 @post("/api/operators/me/totp/confirm", status_code=200)
 async def confirm_enrolment(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
@@ -89,7 +91,8 @@ async def confirm_enrolment(request: Request, principal: Authenticated, payload:
 
 
 @describe("Turn two-factor sign-in off, with a current code or a recovery code", OPERATOR, body=CodeBody,
-          answer=TwoFactorStatus, errors=(409,), example={"code": "492039"}, operation_id="removeTwoFactor")
+          answer=TwoFactorStatus, errors=(409,), example={"code": "492039"},
+          operation_id="removeTwoFactor")
 @delete("/api/operators/me/totp", status_code=200)
 async def remove_totp(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
@@ -99,7 +102,8 @@ async def remove_totp(request: Request, principal: Authenticated, payload: Decod
 
 @describe("Whether every operator of the organization must sign in with two factors; those without are sent "
           "to enrol (owners; only one who has it on may require it: 409)", OWNER, body=Security, answer=Security,
-          errors=(409,), example={"requireTwoFactor": True}, operation_id="setOrganizationSecurity")
+          errors=(409,), example={"requireTwoFactor": True},
+          operation_id="updateOrganizationSecurity")
 @put("/api/organization/security", status_code=200)
 async def set_security(request: Request, principal: Authenticated, payload: Decoded[Security]) -> Response:
     created = await run_command(request, two_factor.require_two_factor, principal, payload.require_two_factor)

@@ -2,8 +2,9 @@
 codes, shown once), turns it off with a code; an organization may require it. `check_second_factor` is
 the one check every sign-in runs: the REST sign-in, and the consent page of MCP clients and `parley login`.
 
-The secret stays in the operator's stream, private (no allow-list shows it; no read model copies it): the
-checks load the stream. The recovery codes are kept as argon2 hashes, as passwords are."""
+The secret stays in the operator's stream, sealed (events/sealing.py) and private (no allow-list shows it; no
+read model copies it): the checks load the stream and open it. The recovery codes are kept as argon2 hashes,
+as passwords are."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from commands.errors import Conflict, NotFound
 from commands.principal import Principal
 from commands.streams import execute, load, now
 from events import types as ev
+from events.sealing import Sealer
 from events.store import EventStore, StreamConflict
 
 ISSUER = "Parley"  # what authenticator apps show beside the operator's e-mail address
@@ -36,22 +38,31 @@ class Enrolment:
     position: int
 
 
-def load_two_factor(store: EventStore, operator_id: uuid.UUID | None) -> TwoFactor:
+def _folded(store: EventStore, operator_id: uuid.UUID | None) -> TwoFactor:
     history = store.load(operator_id) if operator_id else []
     if not history or not isinstance(history[0].event, ev.OperatorCreated):
         raise NotFound("operator not found")
     return fold_two_factor(history)
 
 
+def load_two_factor(store: EventStore, sealer: Sealer, operator_id: uuid.UUID | None) -> TwoFactor:
+    """The operator's two-factor state, its secrets opened for the decisions to check codes with."""
+    state = _folded(store, operator_id)
+    state.secret = state.secret and sealer.open(state.secret)
+    state.pending_secret = state.pending_secret and sealer.open(state.pending_secret)
+    return state
+
+
 def otpauth_uri(secret: str, email: str) -> str:
     return pyotp.TOTP(secret, digits=DIGITS, interval=INTERVAL).provisioning_uri(name=email, issuer_name=ISSUER)
 
 
-def enrol(store: EventStore, principal: Principal) -> Enrolment:
+def enrol(store: EventStore, sealer: Sealer, principal: Principal) -> Enrolment:
     """A new secret for the operator's authenticator app; it counts once `confirm` has a code of it."""
     secret = pyotp.random_base32()
-    appended = execute(store, principal.org_id, lambda: load_two_factor(store, principal.operator_id),
-                       lambda state: decide_enrol(state, secret, now()))
+    sealed = sealer.seal(secret)
+    appended = execute(store, principal.org_id, lambda: _folded(store, principal.operator_id),
+                       lambda state: decide_enrol(state, sealed, now()))
     return Enrolment(secret, otpauth_uri(secret, appended.state.email), appended.position)
 
 
@@ -64,28 +75,28 @@ def new_recovery_codes() -> list[str]:
     return codes
 
 
-def confirm(store: EventStore, principal: Principal, code: str) -> tuple[Created, list[str]]:
+def confirm(store: EventStore, sealer: Sealer, principal: Principal, code: str) -> tuple[Created, list[str]]:
     """Turns two-factor sign-in on with a code of the enrolled secret: the recovery codes, in clear this once."""
     codes = new_recovery_codes()
     hashes = [recovery_hash(code) for code in codes]
-    appended = execute(store, principal.org_id, lambda: load_two_factor(store, principal.operator_id),
+    appended = execute(store, principal.org_id, lambda: load_two_factor(store, sealer, principal.operator_id),
                        lambda state: decide_confirm(state, code, hashes, now()))
     return Created(principal.operator_id, appended.position), codes  # type: ignore[arg-type]
 
 
-def remove(store: EventStore, principal: Principal, code: str) -> Created:
-    appended = execute(store, principal.org_id, lambda: load_two_factor(store, principal.operator_id),
+def remove(store: EventStore, sealer: Sealer, principal: Principal, code: str) -> Created:
+    appended = execute(store, principal.org_id, lambda: load_two_factor(store, sealer, principal.operator_id),
                        lambda state: decide_remove(state, code, now()))
     return Created(principal.operator_id, appended.position)  # type: ignore[arg-type]
 
 
-def check_second_factor(store: EventStore, operator_id: uuid.UUID, code: str | None,
+def check_second_factor(store: EventStore, sealer: Sealer, operator_id: uuid.UUID, code: str | None,
                         at: datetime | None = None) -> SecondFactor:
     """Whether the operator, whose password was right, passes the second factor with `code` (a current code
     or an unused recovery code); a code that passes is recorded as used, so it passes once."""
     at = at or now()
     while True:
-        outcome, pending = decide_second_factor(load_two_factor(store, operator_id), code, at)
+        outcome, pending = decide_second_factor(load_two_factor(store, sealer, operator_id), code, at)
         if not pending:
             return outcome
         try:
@@ -98,7 +109,7 @@ def check_second_factor(store: EventStore, operator_id: uuid.UUID, code: str | N
 def require_two_factor(store: EventStore, principal: Principal, required: bool) -> Created:
     """Whether every operator of the organization needs two-factor sign-in. Only an operator who has it on
     may require it: otherwise their own token would at once open nothing but the enrolment."""
-    if required and not load_two_factor(store, principal.operator_id).enrolled:
+    if required and not _folded(store, principal.operator_id).enrolled:
         raise Conflict("turn on your own two-factor sign-in before requiring it of everyone",
                        "requireTwoFactor")
     appended = execute(store, principal.org_id,

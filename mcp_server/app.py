@@ -229,7 +229,7 @@ def _routes(services, server: ParleyAuthorizationServer, mcp, keys: SigningKeys)
     resource = ProtectedResourceMetadata.model_validate({
         "resource": endpoints.resource, "authorization_servers": [endpoints.issuer], "scopes_supported": SCOPES,
         "resource_name": "Parley", "bearer_methods_supported": ["header"]})
-    consent = ConsentPage(server, services.settings.signin_failures_per_account, services.store)
+    consent = ConsentPage(server, services.settings.signin_failures_per_account, services.store, services.sealer)
     authorization = AuthorizationHandler(server)
 
     async def authorize(request):

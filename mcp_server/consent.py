@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from commands.two_factor import check_second_factor
+from events.sealing import Sealer
 from events.store import EventStore
 from mcp_server.cli_tokens import API_TOKEN_SECONDS
 from mcp_server.oauth import READ, WRITE, ParleyAuthorizationServer, digest, is_loopback
@@ -80,11 +81,12 @@ def _hidden(request_id: str, csrf: str, step: str) -> str:
 
 
 class ConsentPage:
-    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int, store: EventStore):
+    def __init__(self, server: ParleyAuthorizationServer, failures_allowed: int, store: EventStore,
+                 sealer: Sealer):
         self.server = server
         self.pool = server.pool
         self.failures_allowed = failures_allowed  # per e-mail address (projections/views/sign_in.py)
-        self.store = store  # the two-factor check records the code it let pass
+        self.store, self.sealer = store, sealer  # the two-factor check opens the secret, records the code it let pass
 
     async def _request(self, request_id: str) -> tuple | None:
         async with self.pool.connection() as conn:
@@ -209,7 +211,7 @@ class ConsentPage:
             csrf = await self._new_csrf(request_id, None)
             return self._sign_in(request_id, csrf, client_name, params, "Unknown e-mail address or wrong password.",
                                  401)
-        if await asyncio.to_thread(check_second_factor, self.store, found.id, None) == "missing":
+        if await asyncio.to_thread(check_second_factor, self.store, self.sealer, found.id, None) == "missing":
             csrf = await self._new_csrf(request_id, None, awaiting_code_of=found.id)
             return self._code(request_id, csrf, client_name, params)
         await signed_in(self.pool, found.id)
@@ -227,7 +229,7 @@ class ConsentPage:
             page = self._code(request_id, csrf, client_name, params, f"Sign-in paused: {refused}.", 429)
             page.headers["Retry-After"] = str(refused.retry_after)
             return page
-        if await asyncio.to_thread(check_second_factor, self.store, operator_id, code) == "wrong":
+        if await asyncio.to_thread(check_second_factor, self.store, self.sealer, operator_id, code) == "wrong":
             csrf = await self._new_csrf(request_id, None, awaiting_code_of=operator_id)
             return self._code(request_id, csrf, client_name, params, "The code is wrong or was used already.", 401)
         await signed_in(self.pool, operator_id)

@@ -40,6 +40,7 @@ class TwoFactor(Folded):
 
     org_id: uuid.UUID  # the organization the operator was created in: its events name it
     email: str
+    # the secrets as stored (sealed) until the command that loads the state opens them for the decisions
     pending_secret: str | None = None  # an enrolment not confirmed yet
     secret: str | None = None  # the confirmed one: sign-in asks for its codes
     recovery_hashes: tuple[str, ...] = ()
@@ -130,7 +131,8 @@ def decide_second_factor(state: TwoFactor, code: str | None, at: datetime) -> tu
 
 
 def decide_enrol(state: TwoFactor, secret: str, at: datetime) -> list[Pending]:
-    """A new enrolment (again: a new secret, the former one forgotten) unless one is confirmed already."""
+    """A new enrolment (again: a new secret, the former one forgotten) unless one is confirmed already;
+    `secret` as it is to be stored (sealed)."""
     if state.enrolled:
         raise Conflict("two-factor sign-in is on already: turn it off first to enrol another device")
     return state.follow(ev.OperatorTotpEnrolled(org_id=state.org_id, at=at, operator_id=state.stream_id,

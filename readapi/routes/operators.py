@@ -51,7 +51,8 @@ async def sign_in(request: Request, payload: Decoded[SignIn]) -> Response:
     if found is None:
         raise Unauthorized("unknown e-mail address or wrong password")
     origin.acting(Origin("operator", found.id, address=request.scope.get(CLIENT_ADDRESS)))  # for the audit log
-    second_factor = await run_command(request, two_factor.check_second_factor, found.id, payload.totp)
+    second_factor = await run_command(request, two_factor.check_second_factor, services(request).sealer, found.id,
+                                      payload.totp)
     if second_factor == "missing":
         raise TwoFactorRequired("two-factor sign-in is on: send `totp`, a current code from the authenticator "
                                 "app or a recovery code", "totp")

@@ -73,7 +73,7 @@ async def totp_status(request: Request, principal: Authenticated) -> Response:
 @post("/api/operators/me/totp", status_code=200)
 async def start_enrolment(request: Request, principal: Authenticated) -> Response:
     operator_only(principal)
-    enrolment = await run_command(request, two_factor.enrol, principal)
+    enrolment = await run_command(request, two_factor.enrol, services(request).sealer, principal)
     return json_response(Enrolment(enrolment.secret, enrolment.uri, qr_svg(enrolment.uri)),
                          Created(principal.operator_id, enrolment.position))
 
@@ -85,7 +85,7 @@ async def start_enrolment(request: Request, principal: Authenticated) -> Respons
 @post("/api/operators/me/totp/confirm", status_code=200)
 async def confirm_enrolment(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
-    created, codes = await run_command(request, two_factor.confirm, principal, payload.code)
+    created, codes = await run_command(request, two_factor.confirm, services(request).sealer, principal, payload.code)
     await written(request, created)  # the next request's token is no longer limited to enrolling
     return json_response(RecoveryCodes(codes), created)
 
@@ -96,7 +96,7 @@ async def confirm_enrolment(request: Request, principal: Authenticated, payload:
 @delete("/api/operators/me/totp", status_code=200)
 async def remove_totp(request: Request, principal: Authenticated, payload: Decoded[CodeBody]) -> Response:
     operator_only(principal)
-    created = await run_command(request, two_factor.remove, principal, payload.code)
+    created = await run_command(request, two_factor.remove, services(request).sealer, principal, payload.code)
     return await status_response(request, principal, created)
 
 

@@ -164,9 +164,13 @@ def test_the_secret_and_the_recovery_codes_never_leave(http, server, tenant, tmp
     operator_id = uuid.UUID(http.get("/api/operators/me", headers=tenant.operator).json()["_id"])
     store = server.store()
     try:
-        hashes = [h for r in store.load(operator_id) for h in getattr(r.event, "recovery_code_hashes", [])]
+        stream = store.load(operator_id)
     finally:
         store.close()
+    hashes = [h for r in stream for h in getattr(r.event, "recovery_code_hashes", [])]
+    stored_secrets = [r.event.totp_secret for r in stream if hasattr(r.event, "totp_secret")]
+    assert len(stored_secrets) == 2 and all(secret.startswith("sealed:v1:") for secret in stored_secrets)
+    assert not any(enrolment["secret"] in secret for secret in stored_secrets)  # sealed at rest too
     assert len(hashes) == 20
     hidden = [enrolment["secret"], *codes, *hashes]
 

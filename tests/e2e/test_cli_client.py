@@ -5,8 +5,6 @@ conversation, usage errors)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import argparse
@@ -18,7 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -27,7 +25,7 @@ from parley.cli import parser as cli_parser
 from tests.support.browser import browser, ensure_debian_package, page  # noqa: F401
 from tests.support.servers import make_server, make_tenant, token
 from tests.support.documents_helpers import create as create_document, indexed
-from tests.support.mcp_helpers import PASSWORD, browser as person, hidden_fields
+from tests.support.mcp_helpers import PASSWORD, browser as person, hidden_fields, login_code
 from tests.support.receivers import Receiver
 from tests.integration.test_docs_import import run_import
 from tests.integration.test_mcp import seed_conversation
@@ -192,25 +190,7 @@ def test_a_revoked_token_is_refused_with_the_servers_detail(server, http, tenant
 
 def test_a_replayed_login_code_revokes_the_token_it_gave(server, http, tenant):
     """The code of a `resource=/api` request is used once: replaying it revokes the operator token."""
-    base = server.base_url
-    client = http.post("/oauth/register", json={
-        "client_name": "Parley CLI", "redirect_uris": ["http://127.0.0.1/callback"],
-        "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"]}).json()
-    verifier = "v" * 64
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    redirect = "http://127.0.0.1:9/callback"
-    address = f"{base}/oauth/authorize?" + urlencode({
-        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "s",
-        "code_challenge": challenge, "code_challenge_method": "S256", "resource": f"{base}/api"})
-    with person(base) as browser_http:
-        sign_in = browser_http.get(browser_http.get(address).headers["location"])
-        choose = browser_http.post("/oauth/consent", data={
-            **hidden_fields(sign_in.text), "email": tenant.operator_email, "password": PASSWORD})
-        done = browser_http.post("/oauth/consent", data={**hidden_fields(choose.text), "org": str(tenant.org_id),
-                                                         "decision": "allow"})
-    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
-    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
-            "client_id": client["client_id"], "code_verifier": verifier, "resource": f"{base}/api"}
+    form = login_code(http, server.base_url, tenant.operator_email, tenant.org_id)
     first = http.post("/oauth/token", data=form)
     assert first.status_code == 200 and "refresh_token" not in first.json()
     issued = first.json()["access_token"]

@@ -4,19 +4,16 @@ within seconds of its credential's revocation."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import queue
 import threading
 import time
 import uuid
-from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
 from commands import admin
-from tests.support.mcp_helpers import PASSWORD, browser, hidden_fields
+from tests.support.mcp_helpers import PASSWORD, login_code
 from tests.support.servers import make_tenant, token
 from tests.support.visitors import EventStream, visitor_with_conversation
 
@@ -31,30 +28,6 @@ def run_admin(server, command, *args):
         store.close()
     server.wait_projected(done.position)
     return done
-
-
-def login_code(http: httpx.Client, base: str, email: str, org_id) -> dict[str, str]:
-    """What `parley login` does, by hand: a person allows the request for `org_id` on the consent page; the
-    answer is the form that exchanges the code for an operator token."""
-    client = http.post("/oauth/register", json={
-        "client_name": "Parley CLI", "redirect_uris": ["http://127.0.0.1/callback"],
-        "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"]}).json()
-    verifier = "v" * 64
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    redirect = "http://127.0.0.1:9/callback"
-    address = f"{base}/oauth/authorize?" + urlencode({
-        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "s",
-        "code_challenge": challenge, "code_challenge_method": "S256", "resource": f"{base}/api"})
-    with browser(base) as person:
-        sign_in = person.get(person.get(address).headers["location"])
-        choose = person.post("/oauth/consent", data={**hidden_fields(sign_in.text), "email": email,
-                                                     "password": PASSWORD})
-        done = person.post("/oauth/consent", data={**hidden_fields(choose.text), "org": str(org_id),
-                                                   "decision": "allow"})
-    assert done.status_code == 303, done.text
-    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
-    return {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
-            "client_id": client["client_id"], "code_verifier": verifier, "resource": f"{base}/api"}
 
 
 def logged_in_to(http: httpx.Client, base: str, email: str, org_id) -> dict[str, str]:

@@ -14,7 +14,7 @@ import secrets
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import httpx2
@@ -197,3 +197,27 @@ def structured_result(http: httpx.Client, access_token: str, tool: str, **argume
     result = answer.json()["result"]
     assert not result.get("isError"), result
     return result["structuredContent"]
+
+
+def login_code(http: httpx.Client, base: str, email: str, org_id) -> dict[str, str]:
+    """What `parley login` does, by hand: a person allows the request for `org_id` on the consent page; the
+    answer is the form that exchanges the code for an operator token."""
+    client = http.post("/oauth/register", json={
+        "client_name": "Parley CLI", "redirect_uris": ["http://127.0.0.1/callback"],
+        "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"]}).json()
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    redirect = "http://127.0.0.1:9/callback"
+    address = f"{base}/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "s",
+        "code_challenge": challenge, "code_challenge_method": "S256", "resource": f"{base}/api"})
+    with browser(base) as person:
+        sign_in = person.get(person.get(address).headers["location"])
+        choose = person.post("/oauth/consent", data={**hidden_fields(sign_in.text), "email": email,
+                                                     "password": PASSWORD})
+        done = person.post("/oauth/consent", data={**hidden_fields(choose.text), "org": str(org_id),
+                                                   "decision": "allow"})
+    assert done.status_code == 303, done.text
+    code = parse_qs(urlsplit(done.headers["location"]).query)["code"][0]
+    return {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
+            "client_id": client["client_id"], "code_verifier": verifier, "resource": f"{base}/api"}

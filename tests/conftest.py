@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from parley.embedded import EmbeddedNats, EmbeddedPostgres
+from tests.support.oidc import OidcProvider
 from tests.support.servers import Infra, Server, Tenant, from_containers, make_server, make_tenant
 
 
@@ -52,3 +53,19 @@ def tenant(server) -> Tenant:
 @pytest.fixture
 def other_tenant(server) -> Tenant:
     return make_tenant(server)
+
+
+@pytest.fixture(scope="module")
+def sso_server(infra, tmp_path_factory) -> Iterator[Server]:
+    # the provider listens on loopback, which the SSRF guard refuses unless told otherwise
+    running = make_server(infra, tmp_path_factory.mktemp("sso"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def provider(sso_server) -> Iterator[OidcProvider]:
+    """A real OpenID provider (oidc-provider, run by Node) whose client redirects to `sso_server`."""
+    started = OidcProvider(sso_server.base_url + "/api/sso/callback").start()
+    yield started
+    started.stop()

@@ -4,30 +4,14 @@ configures it on the Organization page, then a teammate types their address on t
 
 from __future__ import annotations
 
-from typing import Iterator
 
 import pytest
 
 from tests.support.browser import browser, screenshot  # noqa: F401 - fixtures
-from tests.support.oidc import CLIENT_ID, CLIENT_SECRET, OidcProvider
-from tests.support.servers import Server, make_server, make_tenant
+from tests.support.oidc import CLIENT_ID, CLIENT_SECRET
+from tests.support.servers import make_tenant
 
 PASSWORD = "correct horse"  # what make_tenant gives every operator
-
-
-@pytest.fixture(scope="module")
-def sso_server(infra, tmp_path_factory) -> Iterator[Server]:
-    # the provider listens on loopback, which the SSRF guard refuses unless told otherwise
-    running = make_server(infra, tmp_path_factory.mktemp("sso-e2e"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def provider(sso_server) -> Iterator[OidcProvider]:
-    started = OidcProvider(sso_server.base_url + "/api/sso/callback").start()
-    yield started
-    started.stop()
 
 
 @pytest.fixture

@@ -6,30 +6,14 @@ callback, another browser, a disabled operator)."""
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
 from urllib.parse import unquote, urlsplit
 
 import httpx
 import pytest
 
 from commands import admin
-from tests.support.oidc import CLIENT_SECRET, OidcProvider, sign_in
-from tests.support.servers import Server, Tenant, make_server, make_tenant, token
-
-
-@pytest.fixture(scope="module")
-def sso_server(infra, tmp_path_factory) -> Iterator[Server]:
-    # the provider listens on loopback, which the SSRF guard refuses unless told otherwise
-    running = make_server(infra, tmp_path_factory.mktemp("sso"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def provider(sso_server) -> Iterator[OidcProvider]:
-    started = OidcProvider(sso_server.base_url + "/api/sso/callback").start()
-    yield started
-    started.stop()
+from tests.support.oidc import CLIENT_SECRET, sign_in
+from tests.support.servers import Server, Tenant, make_tenant, token
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Real PostgreSQL and real NATS, and a real `parley serve` process talking HTTP; tenants to test with.
 
 Where the servers come from, in order: `PARLEY_DATABASE_URL` and `PARLEY_NATS_URL` when both are set;
-testcontainers when `PARLEY_TEST_CONTAINERS=1` (skipped with a clear message when no Docker daemon
+testcontainers when `PARLEY_TEST_CONTAINERS=1` (failing with a clear message when no Docker daemon
 answers); otherwise the embedded wheels, started once per test session.
 """
 
@@ -51,7 +51,7 @@ def from_containers() -> Iterator[Infra]:
 
         docker.from_env().ping()
     except Exception as exc:  # noqa: BLE001 - any failure means no usable daemon
-        pytest.skip(f"PARLEY_TEST_CONTAINERS=1 but no Docker daemon answers ({exc})")
+        pytest.fail(f"PARLEY_TEST_CONTAINERS=1 but no Docker daemon answers ({exc})")
     from testcontainers.core.container import DockerContainer
     from testcontainers.postgres import PostgresContainer
 

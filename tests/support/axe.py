@@ -1,39 +1,25 @@
 """axe-core, the accessibility engine, run inside the browser tests' pages.
 
-The npm package is installed once into a cache folder outside the repository (`~/.cache/parley-test/npm`), with Debian's `npm` installed first when it is missing and this process is root.
+The npm package is installed once into the test cache folder by tests/support/npm.py (`~/.cache/parley-test/npm`), with Debian's `nodejs` and `npm` installed first when they are missing and this process is root.
 When it cannot be had, the test FAILS with the reason: a green run always means axe looked at every page.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ensure_debian_package
+from tests.support.npm import npm_modules
 
 AXE_VERSION = "4.14"
-NPM_PREFIX = Path.home() / ".cache" / "parley-test" / "npm"
-AXE_SCRIPT = NPM_PREFIX / "node_modules" / "axe-core" / "axe.min.js"
 SERIOUS = ("critical", "serious")
 EVERY_IMPACT = ("critical", "serious", "moderate", "minor")
 
 
 def ensure_axe() -> Path:
-    """axe.min.js, installed by npm when it is not in the cache yet."""
-    if AXE_SCRIPT.is_file():
-        return AXE_SCRIPT
-    npm = shutil.which("npm") or str(ensure_debian_package(Path("/usr/bin/npm"), "npm"))
-    NPM_PREFIX.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "--no-save",
-                           f"axe-core@{AXE_VERSION}"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300)
-    if done.returncode != 0 or not AXE_SCRIPT.is_file():
-        pytest.fail(f"npm could not install axe-core@{AXE_VERSION} into {NPM_PREFIX}:\n{done.stderr[-2000:]}",
-                    pytrace=False)
-    return AXE_SCRIPT
+    """axe.min.js, installed by npm (tests/support/npm.py) when it is not in the cache yet."""
+    return npm_modules(f"axe-core@{AXE_VERSION}") / "axe-core" / "axe.min.js"
 
 
 @pytest.fixture(scope="session")

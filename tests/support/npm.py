@@ -9,14 +9,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from tests.support.browser import ensure_debian_package
+
 CACHE = Path(os.environ.get("PARLEY_TEST_CACHE", Path.home() / ".cache" / "parley-test")) / "npm"
 
 
 def node() -> str:
-    found = shutil.which("node")
-    if found is None:
-        raise RuntimeError("these tests run Node.js: install node and npm")
-    return found
+    return shutil.which("node") or str(ensure_debian_package(Path("/usr/bin/node"), "nodejs"))
 
 
 def npm_modules(spec: str) -> Path:
@@ -28,10 +29,11 @@ def npm_modules(spec: str) -> Path:
     with open(prefix / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            npm = shutil.which("npm")
-            if npm is None:
-                raise RuntimeError("these tests install Node packages: install npm")
-            subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-                            spec], check=True, capture_output=True, timeout=600)
+            npm = shutil.which("npm") or str(ensure_debian_package(Path("/usr/bin/npm"), "npm"))
+            installed = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                                        "--no-save", spec], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                       timeout=600)
+            if installed.returncode != 0:
+                pytest.fail(f"npm could not install {spec} into {prefix}:\n{installed.stderr[-2000:]}", pytrace=False)
             done.touch()
     return prefix / "node_modules"

@@ -718,6 +718,29 @@ class OrganizationSecurityChanged(Event, frozen=True):
     require_two_factor: bool
 
 
+# E-mail (docs/mail.md). A link's mail carries the link's URL, a credential: sealed (events/sealing.py), and
+# never public.
+@public("link_id", "kind")
+class LinkMailRequested(Event, frozen=True):
+    """An invitation's or a password reset's link (`kind`: `invitation` or `password-reset`) is to be sent to
+    `email`; `url` (sealed) is the link itself."""
+
+    link_id: uuid.UUID
+    kind: str
+    email: str
+    url: str
+
+
+@public("recipient", "kind")
+class MailUnsubscribed(Event, frozen=True):
+    """The recipient followed an e-mail's unsubscribe link: `recipient` is `operator:<id>` (no more e-mail of
+    `kind`: `mention`, `assignment`, `conversation.new`) or `customer:<id>` (`kind` `reply`: no more of the
+    team's replies by e-mail)."""
+
+    recipient: str
+    kind: str
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -789,4 +812,6 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     RecoveryCodeUsed,
     OperatorTotpCodeUsed,
     OrganizationSecurityChanged,
+    LinkMailRequested,
+    MailUnsubscribed,
 )

@@ -50,6 +50,9 @@ class ApiSettings:
     public_url: str
     mcp_allowed_hosts: str
     mcp_allowed_origins: str
+    smtp_url: str  # set: e-mail is sent (invitations, password resets, notifications)
+    mail_domain: str
+    mail_inbound_secret: str
 
 
 class ConversationFacts(Protocol):

@@ -80,7 +80,7 @@ async def inbound(request: Request) -> Response:
         created = await mail.receive(s.store, s.sealer, s.settings.mail_domain, await request.body())
     except mail.Refused as why:
         log.warning("inbound mail posted over HTTP landed nowhere: %s", why)
-        raise Invalid(f"the message lands in no conversation: {why}") from None
+        return problem(422, f"the message lands in no conversation: {why}")
     await written(request, created)
     return json_response(InboundLanded(created.id), created, 201)
 

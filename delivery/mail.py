@@ -186,8 +186,12 @@ def retry_delay(attempts: int) -> float:
 
 class Mailer:
     def __init__(self, database_url: str, settings: MailSettings, sealer: Sealer, digest_seconds: float,
-                 lease_seconds: float = DEFAULT_LEASE_SECONDS, context: ssl.SSLContext | None = None):
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS, context: ssl.SSLContext | None = None,
+                 row_lease_seconds: float = LEASE_SECONDS):
         self.database_url = database_url
+        # how long a claimed row stays this worker's: a row whose worker died is claimed again after it (this
+        # decides when such a row is retried, never whether one is sent twice: the `sending` mark checks the claim)
+        self.row_lease_seconds = row_lease_seconds
         self.settings = settings
         self.sealer = sealer
         self.digest_seconds = digest_seconds
@@ -220,7 +224,7 @@ class Mailer:
                         for row_id, in await (await conn.execute(outbox.UNCERTAIN)).fetchall():
                             log.warning("mail %s: its worker stopped while the SMTP server took it; marked "
                                         "uncertain, not sent again", row_id)
-                        claimed, wait = await outbox.claim(conn, CLAIM_BATCH, LEASE_SECONDS)
+                        claimed, wait = await outbox.claim(conn, CLAIM_BATCH, self.row_lease_seconds)
                         for row in claimed:
                             await self._send(conn, row)
                         await self._mark_sent(conn)
@@ -262,7 +266,8 @@ class Mailer:
             self.connection.close()
             await self._failed(conn, row, exc)
             return
-        if await (await conn.execute(outbox.SENDING, (LEASE_SECONDS, row.id, row.attempts))).fetchone() is None:
+        marked = await conn.execute(outbox.SENDING, (self.row_lease_seconds, row.id, row.attempts))
+        if await marked.fetchone() is None:
             self.connection.close()  # claimed by another worker since: its transaction is dropped unsent
             return
         try:

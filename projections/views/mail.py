@@ -30,9 +30,14 @@ WITH due AS (
 )
 SELECT next.wait, claimed.* FROM next LEFT JOIN claimed ON true
 """
-# Under the claim's token only: a row another worker claimed since is not this one's to send.
-SENDING = """UPDATE mail_outbox SET status = 'sending', due_at = now() + %s * interval '1 second'
-WHERE id = %s AND status = 'pending' AND attempts = %s RETURNING 1"""
+# Under the claim's token only: a row another worker claimed since is not this one's to send. The rows the
+# server took since the previous mark are marked sent in the same statement, so at most the message in flight
+# and the one before it are `sending` at any time.
+SENDING = """
+WITH taken AS (UPDATE mail_outbox SET status = 'sent', sent_at = now(), error = NULL
+               WHERE id = ANY(%(sent)s::uuid[]) AND status = 'sending')
+UPDATE mail_outbox SET status = 'sending', due_at = now() + %(lease)s * interval '1 second'
+WHERE id = %(id)s AND status = 'pending' AND attempts = %(attempts)s RETURNING 1"""
 SENT = "UPDATE mail_outbox SET status = 'sent', sent_at = now(), error = NULL WHERE id = ANY(%s) AND status = 'sending'"
 RETRY = """UPDATE mail_outbox SET status = 'pending', due_at = now() + %s * interval '1 second', error = %s
 WHERE id = %s AND attempts = %s AND status IN ('pending', 'sending')"""

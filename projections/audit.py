@@ -124,6 +124,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    ev.OperatorAvailabilityChanged,  # an operator's own online/away/offline: their day, not a setting
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

@@ -178,6 +178,15 @@ class OperatorProfileChanged(Event, frozen=True):
     display_name: str | None
 
 
+@public("operator_id", "status")
+class OperatorAvailabilityChanged(Event, frozen=True):
+    """The availability the operator chose in `org_id`: `online`, `away` or `offline`. An operator who chose
+    `online` reads as away once inactive for a while (projections/views/availability.py): that is not an event."""
+
+    operator_id: uuid.UUID
+    status: str
+
+
 @public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
 class ApiKeyCreated(Event, frozen=True):
     key_id: uuid.UUID
@@ -851,6 +860,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorDisabled,
     OperatorEnabled,
     OperatorProfileChanged,
+    OperatorAvailabilityChanged,
     ApiKeyCreated,
     ApiKeyRevoked,
     CustomerCreated,

@@ -134,6 +134,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     # the team's workflow on a conversation is the conversation's history (GET .../history), not a setting
     ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.ConversationPrioritySet, ev.ConversationSnoozed,
     ev.ConversationWoken, ev.ConversationReadByOperator,
+    ev.OperatorAvailabilityChanged,  # an operator's own online/away/offline: their day, not a setting
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

@@ -156,6 +156,12 @@ CREATE INDEX IF NOT EXISTS rm_labels_org ON rm_labels (org_id, lower(name));
 CREATE TABLE IF NOT EXISTS rm_operator_reads (
     operator_id uuid NOT NULL, conversation_id uuid NOT NULL, org_id uuid NOT NULL, up_to timestamptz NOT NULL,
     PRIMARY KEY (operator_id, conversation_id));
+-- The availability each operator chose in each organization (`online` reads as away once inactive).
+ALTER TABLE rm_operator_orgs ADD COLUMN IF NOT EXISTS availability text NOT NULL DEFAULT 'online';
+-- Until when each operator counts as active at the dashboard (projections/views/availability.py): the API's to
+-- move, not an event's, so kept apart from the read model (not in TABLES) like parley_token_uses.
+CREATE TABLE IF NOT EXISTS parley_operator_activity (
+    operator_id uuid NOT NULL, org_id uuid NOT NULL, away_at timestamptz NOT NULL, PRIMARY KEY (org_id, operator_id));
 """
 
 
@@ -248,6 +254,11 @@ async def _role_changed(conn, e: ev.OperatorRoleChanged) -> None:
 
 async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
     await conn.execute("UPDATE rm_operators SET display_name = %s WHERE id = %s", (e.display_name, e.operator_id))
+
+
+async def _availability_changed(conn, e: ev.OperatorAvailabilityChanged) -> None:
+    await conn.execute("UPDATE rm_operator_orgs SET availability = %s WHERE operator_id = %s AND org_id = %s",
+                       (e.status, e.operator_id, e.org_id))
 
 
 async def _avatar_changed(conn, e: ev.OperatorAvatarSet | ev.OperatorAvatarRemoved) -> None:
@@ -468,6 +479,7 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorDisabled: _disabled,
     ev.OperatorEnabled: _enabled,
     ev.OperatorProfileChanged: _profile_changed,
+    ev.OperatorAvailabilityChanged: _availability_changed,
     ev.OperatorPasswordChanged: _password_changed,
     ev.OperatorInvited: _invited,
     ev.InvitationAccepted: _invitation_ended,

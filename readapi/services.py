@@ -51,6 +51,7 @@ class ApiSettings:
     mcp_allowed_hosts: str
     mcp_allowed_origins: str
     nats_stream: str
+    operator_away_after_seconds: float
 
 
 class ConversationFacts(Protocol):

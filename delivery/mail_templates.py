@@ -68,6 +68,8 @@ def digest(website: Website, entries: list[DigestEntry], dashboard: str, unsubsc
             what.append(f"{entry.messages} new message{'s' if entry.messages != 1 else ''} while the team was offline")
         if "mention" in entry.kinds:
             what.append("you were mentioned")
+        if "assignment" in entry.kinds:
+            what.append("assigned to you")
         link = f"{dashboard}/app/inbox/{entry.conversation_id}"
         said = f'\n  "{_excerpt(entry.last_visitor_text)}"' if entry.last_visitor_text and entry.messages else ""
         text_lines.append(f"- {who} on {entry.website}: {', '.join(what)}{said}\n  {link}")

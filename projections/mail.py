@@ -6,8 +6,9 @@ worker (`delivery/mail.py`) claims and leases rows as the webhook dispatcher doe
 records a row sent in that same row, so a mail is recorded before anyone sends it and sent once.
 
 - Operators (`operator:<id>`) get one `digest` per digest window (PARLEY_NOTIFY_DIGEST_SECONDS; the window
-  is the source): every mention, visitor's message while the team is offline, ... of the window is a row of
-  `mail_digest_items`, and the window's mail, due at its end, lists them all.
+  is the source): every mention and assignment of an operator who is not online, and every visitor's message
+  while nobody of the organization is online, is a row of `mail_digest_items`, and the window's mail, due at
+  its end, lists them all.
 - A visitor with an e-mail address (`customer:<id>`) gets the team's replies (`reply`), one mail per
   conversation and window (`<conversation>:<window>`), sent only if the visitor is not on the page then.
 - An invitation's or a password reset's link (`address:<e-mail>`, kind `invitation` or `password-reset`,
@@ -30,14 +31,10 @@ import psycopg
 from events import types as ev
 from events.store import Recorded
 from projections.inbox import mentioned_emails
+from projections.views.availability import EFFECTIVE
 
 WAKE_CHANNEL = "parley_mail"  # notified when mail becomes due now, so the worker starts at once
 MAILED_WITHIN = "interval '1 day'"  # an event older than this is never mailed (a rebuild, a long stop)
-# The team counts as online while one of the organization's operators used the API in the last two minutes
-# (their access token's last use: the dashboard's requests). Operator availability (online, away, offline)
-# replaces this once it exists.
-TEAM_ONLINE_SECONDS = 120
-
 LOG_DDL = ("mail_digest_items_recipient", """
 CREATE TABLE IF NOT EXISTS mail_outbox (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid,
@@ -60,25 +57,29 @@ OPTOUTS_DDL = ("mail_optouts", """
 CREATE TABLE IF NOT EXISTS mail_optouts (recipient text NOT NULL, kind text NOT NULL, PRIMARY KEY (recipient, kind));
 """)
 
-# One statement per notified event: the recipients, their items, their window's outbox row (once).
+# One statement per notified event: the recipients, their items, their window's outbox row (once). An
+# operator online now (projections/views/availability.py) sees it at the dashboard: no mail for them.
 DIGEST = """
 WITH recipients AS (SELECT 'operator:' || m.operator_id AS recipient FROM rm_operator_orgs m {join}
                     WHERE m.org_id = %(org)s AND m.status = 'active' {where}
                     AND %(at)s > now() - """ + MAILED_WITHIN + """),
 items AS (INSERT INTO mail_digest_items (recipient, source, position, kind, conversation_id, website_id, at)
-          SELECT recipient, %(source)s, %(position)s, %(kind)s, %(conversation)s, %(website)s, %(at)s FROM recipients
+          SELECT recipient, %(source)s, %(position)s, %(kind)s, %(conversation)s, {website}, %(at)s FROM recipients
           ON CONFLICT DO NOTHING)
 INSERT INTO mail_outbox (id, org_id, website_id, recipient, kind, source, due_at, created_at)
-SELECT gen_random_uuid(), %(org)s, %(website)s, recipient, 'digest', %(source)s, %(due)s, %(at)s FROM recipients
+SELECT gen_random_uuid(), %(org)s, {website}, recipient, 'digest', %(source)s, %(due)s, %(at)s FROM recipients
 ON CONFLICT (recipient, kind, source) DO NOTHING
 """
-MENTIONED = DIGEST.format(join="JOIN rm_operators o ON o.id = m.operator_id",
-                          where="AND lower(o.email) = ANY(%(emails)s) AND m.operator_id IS DISTINCT FROM %(author)s")
-TEAM_OFFLINE = DIGEST.format(join="", where=f"""AND NOT EXISTS (
-    SELECT 1 FROM rm_operator_orgs a JOIN rm_operator_tokens t ON t.operator_id = a.operator_id AND t.org_id = a.org_id
-    JOIN parley_token_uses u ON u.token_id = t.token_id
-    WHERE a.org_id = %(org)s AND a.status = 'active' AND NOT t.revoked
-    AND u.last_used_at > now() - interval '{TEAM_ONLINE_SECONDS} seconds')""")
+NOT_ONLINE = f"AND {EFFECTIVE} <> 'online'"
+MENTIONED = DIGEST.format(join="JOIN rm_operators o ON o.id = m.operator_id", website="%(website)s",
+                          where="AND lower(o.email) = ANY(%(emails)s) AND m.operator_id IS DISTINCT FROM %(author)s "
+                                + NOT_ONLINE)
+# a visitor's message while nobody of the organization is online: everyone is told
+TEAM_OFFLINE = DIGEST.format(join="", website="%(website)s", where=f"""AND NOT EXISTS (
+    SELECT 1 FROM rm_operator_orgs m WHERE m.org_id = %(org)s AND {EFFECTIVE} = 'online')""")
+ASSIGNED = DIGEST.format(join="", website="(SELECT website_id FROM rm_conversations WHERE id = %(conversation)s)",
+                         where="AND m.operator_id = %(assignee)s AND %(assignee)s IS DISTINCT FROM %(actor)s "
+                               "AND EXISTS (SELECT 1 FROM rm_conversations WHERE id = %(conversation)s) " + NOT_ONLINE)
 REPLY = """
 INSERT INTO mail_outbox (id, org_id, website_id, recipient, kind, source, conversation_id, due_at, created_at)
 SELECT gen_random_uuid(), c.org_id, c.website_id, 'customer:' || c.customer_id, 'reply', %(source)s, c.id,
@@ -107,8 +108,8 @@ class MailProjection:
     def __init__(self, digest_seconds: float, enabled: bool = True):
         self.digest_seconds = digest_seconds
         self.enabled = enabled  # without PARLEY_SMTP_URL nothing is queued: no mail waits to leave all at once
-        self.handles = ((ev.MessageCreated, ev.LinkMailRequested, ev.MailUnsubscribed) if enabled
-                        else (ev.MailUnsubscribed,))
+        self.handles = ((ev.MessageCreated, ev.ConversationAssigned, ev.LinkMailRequested, ev.MailUnsubscribed)
+                        if enabled else (ev.MailUnsubscribed,))
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         # DDL only for what is missing: the outbox is written by the worker at the same time (see webhooks)
@@ -128,14 +129,22 @@ class MailProjection:
             return
         elif isinstance(e, ev.MessageCreated):
             await self._message(conn, recorded.position, e)
+        elif isinstance(e, ev.ConversationAssigned) and e.assignee_id is not None:
+            await conn.execute(ASSIGNED, {**self._about(recorded.position, e), "kind": "assignment",
+                                          "assignee": e.assignee_id, "actor": e.actor.id if e.actor else None})
         elif isinstance(e, ev.LinkMailRequested):
             await conn.execute(LINK, (e.org_id, f"address:{e.email}", e.kind, str(e.link_id), e.url, e.at, e.at))
             await conn.execute("SELECT pg_notify(%s, '')", (WAKE_CHANNEL,))
 
-    async def _message(self, conn: psycopg.AsyncConnection, position: int, e: ev.MessageCreated) -> None:
+    def _about(self, position: int, e: ev.MessageCreated | ev.ConversationAssigned) -> dict:
+        """What a digest item of the event is: where, when, and the window it falls in."""
         source, due = window(e.at, self.digest_seconds)
-        about = {"org": e.org_id, "at": e.at, "source": source, "due": due, "position": position,
-                 "conversation": e.conversation_id, "website": e.website_id}
+        return {"org": e.org_id, "at": e.at, "source": source, "due": due, "position": position,
+                "conversation": e.conversation_id, "website": getattr(e, "website_id", None)}
+
+    async def _message(self, conn: psycopg.AsyncConnection, position: int, e: ev.MessageCreated) -> None:
+        about = self._about(position, e)
+        source = about["source"]
         if e.internal:
             if emails := mentioned_emails(e.content):
                 await conn.execute(MENTIONED, {**about, "kind": "mention", "emails": emails, "author": e.operator_id})

@@ -63,7 +63,7 @@ def conversation_of_token(sealer: Sealer, token: str) -> uuid.UUID | None:
         raw = _unb32(token)
     except (binascii.Error, ValueError):
         return None
-    if len(raw) != 16 + REPLY_MAC_BYTES:
+    if len(raw) != 16 + REPLY_MAC_BYTES or _b32(raw) != token.lower():  # one spelling per token: no spare bits
         return None
     expected = sealer.mac("reply", raw[:16])[:REPLY_MAC_BYTES]
     return uuid.UUID(bytes=raw[:16]) if hmac.compare_digest(raw[16:], expected) else None

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.servers import Server, make_tenant
 from tests.support.smtp import Received, SmtpInbox
-from tests.support.visitors import Chatting, sign, start_session
+from tests.support.visitors import Chatting, EventStream, sign, start_session
 
 REPLY_TO = re.compile(r"reply\+([a-z2-7]+)@mail\.test")
 
@@ -198,3 +198,33 @@ def test_invitations_and_password_resets_are_mailed(mail_server, smtp_inbox):
         assert signed_in.status_code == 200, signed_in.text
     time.sleep(1)
     assert smtp_inbox.to("nobody-here@example.com") == []
+
+
+def outbox_rows(server: Server, recipient: str) -> list[tuple[str, str | None]]:
+    with psycopg.connect(server.database_url, autocommit=True) as conn:
+        return conn.execute("SELECT status, error FROM mail_outbox WHERE recipient = %s ORDER BY created_at",
+                            (recipient,)).fetchall()
+
+
+def test_no_mail_while_the_visitor_is_on_the_page_and_a_mention_tells_only_where(mail_server, smtp_inbox):
+    tenant = make_tenant(mail_server)
+    colleague = tenant.add_operator("agent")
+    address = f"present-{uuid.uuid4().hex[:6]}@example.org"
+    with mail_server.client() as http:
+        chatting = identified_chat(http, tenant, address)
+        chatting.say("I am right here")
+        with EventStream(mail_server.base_url, "/api/chat/realtime", chatting.headers):
+            time.sleep(0.5)  # the stream's presence is recorded as it opens
+            http.post("/api/messages", headers=tenant.operator, json={
+                "conversationId": chatting.conversation_id, "from": "operator", "content": "Hello, on the page"})
+            http.post("/api/messages", headers=tenant.operator, json={
+                "conversationId": chatting.conversation_id, "from": "operator", "internal": True,
+                "content": f"@{colleague.email} can you take this? the password is hunter2"})
+            rows = wait_until(lambda: [r for r in outbox_rows(mail_server, f"customer:{chatting.visitor.customer_id}")
+                                       if r[0] != "pending"], timeout=30)
+        assert rows == [("skipped", "the visitor is on the page")]
+        digest = one_to(smtp_inbox, colleague.email)
+        text = digest.part("plain")
+        assert "you were mentioned" in text and chatting.conversation_id in text
+        assert "hunter2" not in digest.raw.decode()  # a note's text never leaves in a mail
+    assert smtp_inbox.to(address) == []

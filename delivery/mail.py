@@ -344,7 +344,7 @@ class Mailer:
         if await outbox.visitor_present(conn, customer_id):
             raise Skip("the visitor is on the page")
         assert row.conversation_id is not None
-        _, lines = await outbox.transcript(conn, row.org_id, row.conversation_id)
+        lines = await outbox.transcript(conn, row.org_id, row.conversation_id)
         if not any(line.sender != "customer" for line in lines):
             raise Skip("nothing the visitor has not seen")
         website = await outbox.website(conn, row.website_id)

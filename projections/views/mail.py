@@ -152,13 +152,9 @@ async def visitor_present(conn: psycopg.AsyncConnection, customer_id: uuid.UUID)
 
 
 async def transcript(conn: psycopg.AsyncConnection, org_id: uuid.UUID, conversation_id: uuid.UUID,
-                     limit: int = 50) -> tuple[uuid.UUID | None, list[Line]]:
-    """The conversation's customer and what the visitor has not seen: the messages since their last visit
-    (their own last message, shown for context) or, if they never wrote, the latest ones. Never a note."""
-    row = await (await conn.execute("SELECT customer_id FROM rm_conversations WHERE id = %s AND org_id = %s",
-                                    (conversation_id, org_id))).fetchone()
-    if row is None:
-        return None, []
+                     limit: int = 50) -> list[Line]:
+    """What the visitor has not seen: the conversation's messages since their last visit (their own last
+    message, shown for context) or, if they never wrote, the latest ones. Never a note."""
     lines = await (await conn.execute("""
         SELECT sender, COALESCE(o.display_name, m.author), content, creation_time FROM (
             SELECT * FROM rm_messages m WHERE m.org_id = %(org)s AND m.conversation_id = %(c)s AND NOT m.internal
@@ -168,9 +164,4 @@ async def transcript(conn: psycopg.AsyncConnection, org_id: uuid.UUID, conversat
             ORDER BY creation_time DESC, id DESC LIMIT %(limit)s) m
         LEFT JOIN rm_operators o ON o.id = m.operator_id ORDER BY creation_time, m.id""",
                                       {"org": org_id, "c": conversation_id, "limit": limit})).fetchall()
-    return row[0], [Line(*line) for line in lines]
-
-
-async def pending_counts(conn: psycopg.AsyncConnection) -> dict[str, int]:
-    """How many rows of the outbox are in each status (the bench and the tests count with it)."""
-    return dict(await (await conn.execute("SELECT status, count(*) FROM mail_outbox GROUP BY status")).fetchall())
+    return [Line(*line) for line in lines]

@@ -87,6 +87,8 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
         elif (message := messages.get(getattr(e, "message_id", None))) is not None:
             if isinstance(e, ev.MessageRead):
                 message.read = True
+            elif isinstance(e, ev.MessageRated) and e.sender == "operator":
+                message.operator_rating, message.operator_rating_time = e.rating, e.at
             elif isinstance(e, ev.MessageRated):
                 message.rating, message.rating_time = e.rating, e.at
             elif isinstance(e, ev.MessageReactionsChanged):

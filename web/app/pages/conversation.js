@@ -41,7 +41,7 @@ class ParleyConversation extends Page {
     this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
       const message = this.messages.get(detail.messageId);
       if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
-      for (const key of ["rating", "ratingTime", "reactions"]) if (key in detail) message[key] = detail[key];
+      for (const key of ["rating", "ratingTime", "operatorRating", "operatorRatingTime", "reactions"]) if (key in detail) message[key] = detail[key];
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
     this.listen("conversation.updated", (detail) => {
@@ -178,7 +178,9 @@ class ParleyConversation extends Page {
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
         h("p", {class: "content"}, message.content),
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
-        message.rating && h("p", {class: "rating"}, "Rated ", RATINGS[message.rating] ?? message.rating),
+        message.rating && h("p", {class: "rating"}, "Visitor rated ", RATINGS[message.rating] ?? message.rating),
+        message.operatorRating && h("p", {class: "rating"}, "Team rated ",
+          RATINGS[message.operatorRating] ?? message.operatorRating),
         this.reactionsView(message),
         h("div", {class: "message-actions"},
           h("button", {type: "button", class: "link", onclick: () => this.quote(message)}, "Quote"),

@@ -1,0 +1,66 @@
+"""The dashboard's Reports page in a real browser: the per-operator table from real events, its website
+filter, its CSV download, and axe finding nothing on it."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from tests.support.axe import EVERY_IMPACT, assert_accessible, axe_script  # noqa: F401 - fixture
+from tests.support.browser import browser, screenshot  # noqa: F401 - fixtures
+from tests.support.visitors import Chatting
+
+PASSWORD = "correct horse"  # what make_tenant gives every operator
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def test_the_operator_table_filters_and_downloads(page, server, http, tenant, axe_script):
+    chatting = Chatting(http, tenant)
+    chatting.say("where is my parcel?")
+    sent = http.post("/api/messages", headers=tenant.operator, json={
+        "conversationId": chatting.conversation_id, "content": "on its way", "from": "operator"})
+    assert sent.status_code == 200, sent.text
+    assert http.post(f"/api/messages/{sent.json()['_id']}/rating", headers=chatting.headers,
+                     json={"websiteId": str(tenant.website_id), "rating": "happy"}).status_code == 200
+    other_website, _ = tenant.add_website()
+    me = http.get("/api/operators/me", headers=tenant.operator).json()["_id"]
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+
+    page.goto(server.base_url + "/app/")
+    page.get_by_label("E-mail").fill(tenant.operator_email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("link", name="Reports").click()
+    page.wait_for_selector("parley-reports[data-ready]")
+    table = page.get_by_role("table", name="By operator")
+    row = table.locator(f"tr[data-id='{me}']")
+    cells = row.locator("td").all_inner_texts()
+    assert row.locator("th").inner_text() == tenant.operator_email
+    assert cells[:2] == ["1", "1"]  # one conversation, one reply
+    assert cells[2].endswith(" s") and cells[6] == "100 % (1 of 1)"
+    assert_accessible(page, axe_script, "the Reports page", EVERY_IMPACT)
+    table.scroll_into_view_if_needed()
+    screenshot(page, "reports-operators")
+
+    with page.expect_download() as caught:
+        page.locator("section[data-table='operators']").get_by_role("button", name="Download CSV").click()
+    assert caught.value.suggested_filename == "operators.csv"
+    header, *lines = list(csv.reader(io.StringIO(open(caught.value.path(), encoding="utf-8").read())))
+    assert header[:4] == ["operatorId", "displayName", "conversations", "replies"]
+    assert [line[:4] for line in lines] == [[me, tenant.operator_email, "1", "1"]]
+
+    page.locator("#report-website").select_option(str(other_website))
+    page.wait_for_function(f"() => document.querySelector(\"tr[data-id='{me}'] td\")?.textContent === '0'")
+    assert row.locator("td").all_inner_texts()[6] == "—"
+    assert not errors

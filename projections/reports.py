@@ -4,12 +4,14 @@ report that did not exist when the conversations happened, counts the whole past
 
 - `rm_report_conversations`: per conversation, its scope, when the visitor first wrote and the team's
   first response to it (and which operator gave it: null for the AI agent or an API key), whether it is
-  resolved and since when it is open (its creation, or its latest reopening).
+  resolved and since when it is open (its creation, or its latest reopening), and its assignee, team and
+  labels as they are now (kept by the workflow's own handlers, `projections/workflow.py`).
 - `rm_report_messages`: the team's replies the visitor sees (no internal notes, no campaign messages), with
   the operator who wrote each, and the VISITOR's latest rating of it. An operator's own rating
   (`/rating/operator`) is the team's judgement of its reply and never lands here.
 - `rm_report_resolutions`: one row per resolve (a conversation resolved again after a reopening counts
-  again), with how long it had been open and the operator it is credited to: the one who resolved it.
+  again), with how long it had been open and the operator it is credited to: its assignee then, else the
+  operator who resolved it.
 
 A run of messages is applied in one statement, as the inbox and the activity model do it.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from events import types as ev
 from projections.handlers import Handler, ReadModel, as_json
+from projections.workflow import handlers as workflow_handlers
 
 TABLES = ("rm_report_conversations", "rm_report_messages", "rm_report_resolutions")
 
@@ -25,7 +28,8 @@ DDL = """
 CREATE TABLE IF NOT EXISTS rm_report_conversations (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, created_at timestamptz NOT NULL,
     first_customer_at timestamptz, first_response_at timestamptz, first_responder_id uuid,
-    resolved boolean NOT NULL DEFAULT false, opened_at timestamptz NOT NULL);
+    resolved boolean NOT NULL DEFAULT false, opened_at timestamptz NOT NULL,
+    assignee_id uuid, team_id uuid, labels uuid[] NOT NULL DEFAULT '{}');
 CREATE INDEX IF NOT EXISTS rm_report_first_responses ON rm_report_conversations (org_id, first_response_at)
     WHERE first_response_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rm_report_messages (
@@ -79,16 +83,18 @@ async def _conversation(conn, e: ev.ConversationCreated) -> None:
 
 
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
-    """A resolve of an open conversation is a resolution; a reopening starts the clock again."""
+    """A resolve of an open conversation is a resolution, credited to its assignee, else to who resolved it;
+    a reopening starts the clock again."""
     if e.resolved is None:
         return
     resolver = e.actor.id if e.actor is not None and e.actor.kind == "operator" else None
     await conn.execute(
         "WITH changed AS (UPDATE rm_report_conversations SET resolved = %(resolved)s, "
         "opened_at = CASE WHEN %(resolved)s THEN opened_at ELSE %(at)s END "
-        "WHERE id = %(id)s AND resolved <> %(resolved)s RETURNING org_id, website_id, opened_at) "
+        "WHERE id = %(id)s AND resolved <> %(resolved)s RETURNING org_id, website_id, opened_at, assignee_id) "
         "INSERT INTO rm_report_resolutions (org_id, website_id, conversation_id, at, seconds, operator_id) "
-        "SELECT org_id, website_id, %(id)s, %(at)s, extract(epoch FROM %(at)s - opened_at), %(resolver)s "
+        "SELECT org_id, website_id, %(id)s, %(at)s, extract(epoch FROM %(at)s - opened_at), "
+        "COALESCE(assignee_id, %(resolver)s) "
         "FROM changed WHERE %(resolved)s",
         {"id": e.conversation_id, "resolved": e.resolved, "at": e.at, "resolver": resolver})
 
@@ -103,10 +109,13 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
     await conn.execute(MESSAGES, (as_json(events),))
 
 
+WORKFLOW = workflow_handlers("rm_report_conversations")
 HANDLERS: dict[type, Handler] = {
     ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
     ev.MessageRated: _rated,
+    **{kind: WORKFLOW[kind] for kind in (ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.TeamDeleted,
+                                         ev.LabelDeleted)},
 }
 
 

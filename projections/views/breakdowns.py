@@ -1,5 +1,4 @@
-"""The reports managers ask for: per operator (and, with the workflow's teams and labels, per team and per
-label) the conversations handled, the replies, the first response and resolution times (median and 90th
+"""The reports managers ask for: per operator, per team and per label, the conversations handled, the replies, the first response and resolution times (median and 90th
 percentile) and the visitors' ratings, over a period and optionally one website. Read from the reports
 read model (`projections/reports.py`), in one snapshot; answered as JSON rows or as CSV.
 
@@ -9,7 +8,9 @@ What counts, for a row, in the period [since, until):
 - first response: the conversations whose first response (the team's first message after the visitor's
   first) came in the period, credited to the operator who gave it;
 - resolution: each resolve in the period, how long the conversation had been open (since its creation or
-  its latest reopening), credited to the operator who resolved it;
+  its latest reopening), credited to its assignee then, else to the operator who resolved it;
+- a team's or a label's row holds the facts of the conversations in that team or with that label now (a
+  conversation moved to another team counts for its new one; one with two labels, for both).
 - `rated` and `happy`: the visitors' ratings given in the period of the row's replies (a visitor's latest
   rating of a reply counts); an operator's own rating of a reply never counts.
 """
@@ -44,6 +45,10 @@ FIGURES: list[tuple[str, Any]] = [
 ]
 OperatorRow = msgspec.defstruct("OperatorRow", [("operator_id", uuid.UUID), ("display_name", str), *FIGURES],
                                 rename="camel", module=__name__)
+TeamRow = msgspec.defstruct("TeamRow", [("team_id", uuid.UUID), ("name", str), *FIGURES],
+                            rename="camel", module=__name__)
+LabelRow = msgspec.defstruct("LabelRow", [("label_id", uuid.UUID), ("name", str), *FIGURES],
+                             rename="camel", module=__name__)
 
 
 def percentile(ordered: Sequence[float], fraction: float) -> float | None:
@@ -75,11 +80,12 @@ def parse_period(params: Mapping[str, str], now: datetime) -> Period:
 
 @dataclass(frozen=True)
 class Breakdown:
-    """How the facts fall into rows: `key` names a fact's row, given `f` (the fact) and `c` (its
-    conversation); `rows` lists every row of the organization with its name, whether it has facts or not."""
+    """How the facts fall into rows: `key` names a fact's row, given `f` (the fact), `c` (its conversation)
+    and `joined`; `rows` lists every row of the organization with its name, whether it has facts or not."""
 
     key: dict[str, str]
     rows: str
+    joined: str = ""
 
 
 # Each fact table, the condition that puts a fact in the period, and what the row makes of its facts.
@@ -99,6 +105,9 @@ OPERATORS = Breakdown(
     # the organization's operators (disabled ones too: their past work still counts), by name
     rows="SELECT o.id, COALESCE(o.display_name, o.email) FROM rm_operators o WHERE o.id = ANY(%(keys)s::uuid[]) "
          "OR o.id IN (SELECT operator_id FROM rm_operator_orgs WHERE org_id = %(org)s AND status <> 'removed')")
+TEAMS = Breakdown(key=dict.fromkeys(FACTS, "c.team_id"), rows="SELECT id, name FROM rm_teams WHERE org_id = %(org)s")
+LABELS = Breakdown(key=dict.fromkeys(FACTS, "l.label_id"), joined="CROSS JOIN unnest(c.labels) AS l(label_id)",
+                   rows="SELECT id, name FROM rm_labels WHERE org_id = %(org)s")
 
 
 async def facts_by_row(conn: psycopg.AsyncConnection, breakdown: Breakdown, args: dict[str, Any],
@@ -108,7 +117,7 @@ async def facts_by_row(conn: psycopg.AsyncConnection, breakdown: Breakdown, args
     for name, (table, conversation, at, aggregate, condition) in FACTS.items():
         key = breakdown.key[name]
         sql = (f"SELECT {key}, {aggregate} FROM {table} JOIN rm_report_conversations c ON c.id = {conversation} "
-               f"WHERE f.org_id = %(org)s AND {at} >= %(since)s AND {at} < %(until)s AND {condition} "
+               f"{breakdown.joined} WHERE f.org_id = %(org)s AND {at} >= %(since)s AND {at} < %(until)s AND {condition} "
                f"AND {key} IS NOT NULL {'AND c.website_id = %(website)s' if website else ''} GROUP BY 1")
         found[name] = {row[0]: row[1:] for row in await (await conn.execute(sql, args)).fetchall()}
     return found
@@ -125,8 +134,8 @@ def figures(facts: dict[str, dict[Any, tuple]], key: Any) -> list[Any]:
 
 async def read_breakdown(conn: psycopg.AsyncConnection, principal: Principal, params: Mapping[str, str],
                          breakdown: Breakdown, row_type: type) -> list[Any]:
-    """The breakdown's rows by name: every row of the organization, and any other its facts name (an
-    operator removed since keeps the work done)."""
+    """The breakdown's rows by name: every row of the organization, and any other operator its facts name
+    (one removed since keeps the work done; a deleted team or label is off every conversation already)."""
     period = parse_period(params, datetime.now(timezone.utc))
     website_id = await website_filter(conn, principal, params)
     args = {"org": principal.org_id, "since": period.since, "until": period.until, "website": website_id}

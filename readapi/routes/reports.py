@@ -1,5 +1,5 @@
-"""`GET /api/reports`: the dashboard's charts, and `GET /api/reports/operators`: the figures per operator
-(JSON rows, or CSV with `Accept: text/csv`); for operator access tokens."""
+"""`GET /api/reports`: the dashboard's charts; `GET /api/reports/operators`, `/teams` and `/labels`: the
+figures per operator, team and label (JSON rows, or CSV with `Accept: text/csv`); for operator access tokens."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from litestar import Request, Response, get
 from readapi.auth import OPERATOR, Authenticated
 from readapi.listing import snapshot
 from readapi.openapi import describe, query
-from projections.views.breakdowns import OPERATORS, Breakdown, OperatorRow, csv_table, read_breakdown
+from projections.views.breakdowns import (LABELS, OPERATORS, TEAMS, Breakdown, LabelRow, OperatorRow, TeamRow,
+                                          csv_table, read_breakdown)
 from projections.views.parameters import Time
 from projections.views.reports import DEFAULT_DAYS, MAX_DAYS, Report, read_report
 from readapi.services import caught_up, download_type, json_response
@@ -60,12 +61,31 @@ async def breakdown_response(request: Request, principal: Authenticated, breakdo
     return json_response(rows)
 
 
-@describe("Figures per operator: conversations, replies, first response and resolution times, visitors' ratings",
-          OPERATOR, answer=list[OperatorRow], errors=(404,), query=PERIOD, description=BREAKDOWN_DESCRIPTION,
-          downloads={CSV: "The rows as CSV, under a header of their JSON names."}, operation_id="getOperatorReport")
+CSV_ROWS = {CSV: "The rows as CSV, under a header of their JSON names."}
+FIGURES = "conversations, replies, first response and resolution times, visitors' ratings"
+
+
+@describe(f"Figures per operator: {FIGURES}", OPERATOR, answer=list[OperatorRow], errors=(404,), query=PERIOD,
+          description=BREAKDOWN_DESCRIPTION, downloads=CSV_ROWS, operation_id="getOperatorReport")
 @get("/api/reports/operators")
 async def operator_report(request: Request, principal: Authenticated) -> Response:
     return await breakdown_response(request, principal, OPERATORS, OperatorRow, "operators.csv")
 
 
-ROUTES = [reports, operator_report]
+@describe(f"Figures per team: {FIGURES}", OPERATOR, answer=list[TeamRow], errors=(404,), query=PERIOD,
+          description=BREAKDOWN_DESCRIPTION + " A team's row counts the conversations in that team now.",
+          downloads=CSV_ROWS, operation_id="getTeamReport")
+@get("/api/reports/teams")
+async def team_report(request: Request, principal: Authenticated) -> Response:
+    return await breakdown_response(request, principal, TEAMS, TeamRow, "teams.csv")
+
+
+@describe(f"Figures per label: {FIGURES}", OPERATOR, answer=list[LabelRow], errors=(404,), query=PERIOD,
+          description=BREAKDOWN_DESCRIPTION + " A label's row counts the conversations that carry it now.",
+          downloads=CSV_ROWS, operation_id="getLabelReport")
+@get("/api/reports/labels")
+async def label_report(request: Request, principal: Authenticated) -> Response:
+    return await breakdown_response(request, principal, LABELS, LabelRow, "labels.csv")
+
+
+ROUTES = [reports, operator_report, team_report, label_report]

@@ -1,5 +1,5 @@
-"""The dashboard's Reports page in a real browser: the per-operator table from real events, its website
-filter, its CSV download, and axe finding nothing on it."""
+"""The dashboard's Reports page in a real browser: the per-operator, per-team and per-label tables from
+real events, the website filter, a CSV download, and axe finding nothing on it."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ def test_the_operator_table_filters_and_downloads(page, server, http, tenant, ax
     assert row.locator("th").inner_text() == tenant.operator_email
     assert cells[:2] == ["1", "1"]  # one conversation, one reply
     assert cells[2].endswith(" s") and cells[6] == "100 % (1 of 1)"
+    for title, empty in (("By team", "No teams yet."), ("By label", "No labels yet.")):
+        assert page.get_by_role("table", name=title).locator("td.empty").inner_text() == empty
     assert_accessible(page, axe_script, "the Reports page", EVERY_IMPACT)
     table.scroll_into_view_if_needed()
     screenshot(page, "reports-operators")

@@ -1,5 +1,5 @@
-"""`GET /api/reports/operators`: the figures per operator from real events; the visitor's ratings only;
-the period and website filters; CSV; a report rebuilt after the fact counts the same past."""
+"""`GET /api/reports/operators`, `/teams` and `/labels`: the figures from real events; the visitor's
+ratings only; the period and website filters; CSV; a report rebuilt after the fact counts the same past."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from commands import conversations, labels, teams
+from commands.principal import Principal
 from tests.support.visitors import Chatting
 
 
@@ -113,14 +115,78 @@ def test_the_csv_holds_the_same_rows(http, tenant, worked):
         assert (float(line[4]) if line[4] else None) == pytest.approx(row["firstResponseMedianSeconds"])
 
 
-def test_a_report_rebuilt_after_the_fact_counts_the_earlier_events(server, http, tenant, tmp_path, worked):
-    """The read model rebuilt from nothing (as a report added after the conversations happened is built)
-    gives the same figures: they come from the events, not from when the model was made."""
+def rebuild_reports(server, tmp_path) -> None:
+    """The reports read model dropped and built again from the whole event history, as a report added
+    after the conversations happened is built."""
     result = subprocess.run([sys.executable, "-m", "parley.cli", "projections", "rebuild", "reports",
                              "--data-dir", str(tmp_path / "data")],
                             env=server.env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_report_rebuilt_after_the_fact_counts_the_earlier_events(server, http, tenant, tmp_path, worked):
+    rebuild_reports(server, tmp_path)
     check_figures(breakdown(http, tenant.operator), worked)
+
+
+def as_operator(server, tenant, operator_id, command, *args):
+    """Runs a workflow command as the operator, and waits for the reports read model to hold it."""
+    store = server.store()
+    try:
+        principal = Principal("operator", tenant.org_id, uuid.uuid4(), operator_id=uuid.UUID(operator_id),
+                              role="owner")
+        created = command(store, principal, *args)
+    finally:
+        store.close()
+    server.wait_projected(created.position, "reports")
+    return created
+
+
+def check_team_and_label_figures(http, tenant, ids, resolution):
+    billing = by_id(breakdown(http, tenant.operator, "teams"), "teamId")
+    assert set(billing) == {ids["billing"], ids["sales"]}
+    row = billing[ids["billing"]]
+    assert (row["name"], row["conversations"], row["replies"], row["rated"]) == ("Billing", 1, 2, 0)
+    assert row["resolutionMedianSeconds"] == pytest.approx(resolution, abs=0.01)
+    assert row["firstResponseMedianSeconds"] is not None
+    assert billing[ids["sales"]]["conversations"] == 0 and billing[ids["sales"]]["resolutionMedianSeconds"] is None
+    by_label = by_id(breakdown(http, tenant.operator, "labels"), "labelId")
+    assert set(by_label) == {ids["refund"], ids["vip"]}
+    assert [(by_label[ids[name]]["conversations"], by_label[ids[name]]["replies"]) for name in ("refund", "vip")] == [
+        (2, 3), (1, 2)]
+
+
+def test_the_team_and_label_reports_count_their_conversations(server, http, tenant, tmp_path):
+    """Also: a resolve is credited to the conversation's assignee, not to whoever clicked."""
+    ada = http.get("/api/operators/me", headers=tenant.operator).json()["_id"]
+    bob = str(tenant.add_operator("agent").id)
+    ids = {"billing": str(as_operator(server, tenant, ada, teams.create_team, teams.TeamBody("Billing", [ada])).id),
+           "sales": str(as_operator(server, tenant, ada, teams.create_team, teams.TeamBody("Sales")).id)}
+    for name in ("refund", "vip"):
+        ids[name] = str(as_operator(server, tenant, ada, labels.create_label, labels.LabelBody(name)).id)
+    first, second = Chatting(http, tenant), Chatting(http, tenant)
+    first.say("I want my money back")
+    second.say("refund please")
+    as_operator(server, tenant, ada, conversations.update_conversation, uuid.UUID(first.conversation_id),
+                conversations.ConversationChange(team_id=ids["billing"], assignee_id=bob, labels=["refund", "vip"]))
+    as_operator(server, tenant, ada, conversations.update_conversation, uuid.UUID(second.conversation_id),
+                conversations.ConversationChange(labels=["refund"]))
+    for chatting, content in ((first, "sorry about that"), (first, "done"), (second, "on it")):
+        reply(http, tenant.operator, chatting.conversation_id, content)
+    opened = http.get(f"/api/conversations/{first.conversation_id}", headers=tenant.operator).json()["createdAt"]
+    resolution = seconds_between(opened, resolve(http, tenant.operator, first.conversation_id))
+    check_team_and_label_figures(http, tenant, ids, resolution)
+    operators = by_id(breakdown(http, tenant.operator))
+    assert operators[bob]["resolutionMedianSeconds"] == pytest.approx(resolution, abs=0.01)
+    assert operators[ada]["resolutionMedianSeconds"] is None and operators[ada]["replies"] == 3
+
+    csv_rows = list(csv.reader(io.StringIO(http.get("/api/reports/labels", headers={
+        **tenant.operator, "Accept": "text/csv"}).text)))
+    assert csv_rows[0][:3] == ["labelId", "name", "conversations"]
+    assert sorted(row[1:4] for row in csv_rows[1:]) == [["refund", "2", "3"], ["vip", "1", "2"]]
+
+    rebuild_reports(server, tmp_path)
+    check_team_and_label_figures(http, tenant, ids, resolution)
 
 
 @pytest.mark.parametrize("params, field", [({"since": "yesterday"}, "since"), ({"until": "2026-01-01"}, "until"),

@@ -1,7 +1,7 @@
 // Reports as pictures: conversations per day, median first-response time, ratings over time, busiest
 // hours and totals by website, drawn as SVG by the small chart functions below (no library, no build).
-// Each chart also carries its numbers as a table for screen readers. Below them, the figures per operator
-// as tables, each downloadable as CSV with the same period and website.
+// Each chart also carries its numbers as a table for screen readers. Below them, the figures per operator,
+// team and label as tables, each downloadable as CSV with the same period and website.
 
 import {get, saveDownload} from "../api.js";
 import {Page} from "../page.js";
@@ -58,13 +58,16 @@ function chart(title, summary, svg, table) {
 const minutes = (seconds) => seconds == null ? "—"
   : seconds < 90 ? `${Number(seconds.toPrecision(2))} s` : `${Number((seconds / 60).toPrecision(2))} min`;
 
-// the breakdown tables: the route under /api/reports/, the heading, the row's id and name, the name's column
+// the breakdown tables: the route under /api/reports/, the heading, the row's id and name, the name's
+// column, what an empty table says (every team or label is a row, with or without figures)
 const BREAKDOWNS = [
   {table: "operators", title: "By operator", id: "operatorId", name: "displayName", column: "Operator"},
+  {table: "teams", title: "By team", id: "teamId", name: "name", column: "Team", empty: "No teams yet."},
+  {table: "labels", title: "By label", id: "labelId", name: "name", column: "Label", empty: "No labels yet."},
 ];
 const satisfaction = ({rated, happy}) => rated ? `${Math.round((100 * happy) / rated)} % (${happy} of ${rated})` : "—";
 
-function breakdownTable({table, title, id, name, column}, rows, onDownload) {
+function breakdownTable({table, title, id, name, column, empty}, rows, onDownload) {
   const captionId = `breakdown-${table}`;
   const columns = [column, "Conversations", "Replies", "First response (median)", "First response (90 %)",
     "Resolution (median)", "Resolution (90 %)", "Visitors happy"];
@@ -78,7 +81,7 @@ function breakdownTable({table, title, id, name, column}, rows, onDownload) {
         [row.firstResponseMedianSeconds, row.firstResponseP90Seconds, row.resolutionMedianSeconds,
           row.resolutionP90Seconds].map((seconds) => h("td", null, minutes(seconds))),
         h("td", null, satisfaction(row))))
-        : h("tr", null, h("td", {colspan: columns.length, class: "empty"}, "Nothing in this period.")))));
+        : h("tr", null, h("td", {colspan: columns.length, class: "empty"}, empty)))));
 }
 
 /** The start of the period's first day in the browser's time zone: the charts' days, as a time. */

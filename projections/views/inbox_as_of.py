@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 import msgspec
 import psycopg
 
+from commands.deciders.conversation import evolve
 from commands.errors import Invalid
 from commands.principal import Principal
 from events import types as ev
@@ -37,7 +38,8 @@ PREVIEW = 140  # the characters of the latest message a row shows
 
 @dataclass
 class Folded:
-    """A conversation as the inbox read model held it at that moment."""
+    """A conversation as the inbox read model held it at that moment (its workflow fields named as the
+    conversation's fold names them, which `evolve` sets)."""
 
     id: uuid.UUID
     website_id: uuid.UUID
@@ -89,21 +91,11 @@ def fold_inbox(records: Iterable[Recorded]) -> dict[uuid.UUID, Folded]:
             _message(row, e)
         elif isinstance(e, ev.MessageRead):
             row.unread = row.unread and e.message_id != row.last_customer_message_id
-        elif isinstance(e, ev.ConversationUpdated):
-            row.resolved = row.resolved if e.resolved is None else e.resolved
-            row.spam = row.spam if e.spam is None else e.spam
-            row.agent_paused = row.agent_paused if e.agent_paused is None else e.agent_paused
-            row.unread = row.unread or (e.handoff and row.last_customer_message_id is not None)
-        elif isinstance(e, ev.ConversationAssigned):
-            row.assignee_id, row.team_id = e.assignee_id, e.team_id
-        elif isinstance(e, ev.ConversationLabelsChanged):
-            row.labels = (row.labels | set(e.added)) - set(e.removed)
-        elif isinstance(e, ev.ConversationPrioritySet):
-            row.priority = e.priority
-        elif isinstance(e, ev.ConversationSnoozed):
-            row.snoozed, row.snoozed_until = True, e.until
-        elif isinstance(e, ev.ConversationWoken):
-            row.snoozed, row.snoozed_until = False, None
+        else:  # resolve, spam and the workflow's fields as the conversation's own fold has them
+            evolve(row, e)
+            if isinstance(e, ev.ConversationUpdated):
+                row.agent_paused = row.agent_paused if e.agent_paused is None else e.agent_paused
+                row.unread = row.unread or (e.handoff and row.last_customer_message_id is not None)
     return rows
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.e2e.test_dashboard import PASSWORD, Dashboard, tab_to
+from tests.e2e.test_dashboard import Dashboard, tab_to
 from tests.support.axe import EVERY_IMPACT, assert_accessible, axe_script  # noqa: F401 - fixture
 from tests.support.browser import browser, screenshot  # noqa: F401 - fixtures
 from tests.support.visitors import Chatting

@@ -8,23 +8,20 @@ import io
 
 import pytest
 
+from tests.e2e.test_dashboard import Dashboard
 from tests.support.axe import EVERY_IMPACT, assert_accessible, axe_script  # noqa: F401 - fixture
 from tests.support.browser import browser, screenshot  # noqa: F401 - fixtures
 from tests.support.visitors import Chatting
 
-PASSWORD = "correct horse"  # what make_tenant gives every operator
-
 
 @pytest.fixture
-def page(browser):
+def dashboard(browser, server, tenant):
     context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
+    yield Dashboard(context, server, tenant)
     context.close()
 
 
-def test_the_operator_table_filters_and_downloads(page, server, http, tenant, axe_script):
+def test_the_operator_table_filters_and_downloads(dashboard, http, tenant, axe_script):
     chatting = Chatting(http, tenant)
     chatting.say("where is my parcel?")
     sent = http.post("/api/messages", headers=tenant.operator, json={
@@ -34,13 +31,7 @@ def test_the_operator_table_filters_and_downloads(page, server, http, tenant, ax
                      json={"websiteId": str(tenant.website_id), "rating": "happy"}).status_code == 200
     other_website, _ = tenant.add_website()
     me = http.get("/api/operators/me", headers=tenant.operator).json()["_id"]
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-
-    page.goto(server.base_url + "/app/")
-    page.get_by_label("E-mail").fill(tenant.operator_email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    page = dashboard.sign_in().page
     page.get_by_role("link", name="Reports").click()
     page.wait_for_selector("parley-reports[data-ready]")
     table = page.get_by_role("table", name="By operator")
@@ -65,4 +56,4 @@ def test_the_operator_table_filters_and_downloads(page, server, http, tenant, ax
     page.locator("#report-website").select_option(str(other_website))
     page.wait_for_function(f"() => document.querySelector(\"tr[data-id='{me}'] td\")?.textContent === '0'")
     assert row.locator("td").all_inner_texts()[6] == "—"
-    assert not errors
+    dashboard.assert_clean()

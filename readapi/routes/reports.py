@@ -50,42 +50,28 @@ async def reports(request: Request, principal: Authenticated) -> Response:
         return json_response(await read_report(conn, principal, request.query_params))
 
 
-async def breakdown_response(request: Request, principal: Authenticated, breakdown: Breakdown, row_type: type,
-                             filename: str) -> Response:
-    await caught_up(request, BREAKDOWN_READ_MODELS)
-    async with snapshot(request) as conn:
-        rows = await read_breakdown(conn, principal, request.query_params, breakdown, row_type)
-    if download_type(request, (CSV,)):
-        return Response(csv_table(rows, row_type), media_type=CSV, headers={
-            "Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
-    return json_response(rows)
+def breakdown_route(table: str, breakdown: Breakdown, row_type: type, row_of: str, also: str, operation_id: str):
+    """`GET /api/reports/{table}`: the rows of one breakdown, as JSON or CSV."""
+    @describe(f"Figures per {row_of}: conversations, replies, first response and resolution times, visitors' ratings",
+              OPERATOR, answer=list[row_type], errors=(404,), query=PERIOD, description=BREAKDOWN_DESCRIPTION + also,
+              downloads={CSV: "The rows as CSV, under a header of their JSON names."}, operation_id=operation_id)
+    @get(f"/api/reports/{table}")
+    async def breakdown_report(request: Request, principal: Authenticated) -> Response:
+        await caught_up(request, BREAKDOWN_READ_MODELS)
+        async with snapshot(request) as conn:
+            rows = await read_breakdown(conn, principal, request.query_params, breakdown, row_type)
+        if download_type(request, (CSV,)):
+            return Response(csv_table(rows, row_type), media_type=CSV, headers={
+                "Content-Disposition": f'attachment; filename="{table}.csv"', "Cache-Control": "no-store"})
+        return json_response(rows)
+    return breakdown_report
 
 
-CSV_ROWS = {CSV: "The rows as CSV, under a header of their JSON names."}
-FIGURES = "conversations, replies, first response and resolution times, visitors' ratings"
-
-
-@describe(f"Figures per operator: {FIGURES}", OPERATOR, answer=list[OperatorRow], errors=(404,), query=PERIOD,
-          description=BREAKDOWN_DESCRIPTION, downloads=CSV_ROWS, operation_id="getOperatorReport")
-@get("/api/reports/operators")
-async def operator_report(request: Request, principal: Authenticated) -> Response:
-    return await breakdown_response(request, principal, OPERATORS, OperatorRow, "operators.csv")
-
-
-@describe(f"Figures per team: {FIGURES}", OPERATOR, answer=list[TeamRow], errors=(404,), query=PERIOD,
-          description=BREAKDOWN_DESCRIPTION + " A team's row counts the conversations in that team now.",
-          downloads=CSV_ROWS, operation_id="getTeamReport")
-@get("/api/reports/teams")
-async def team_report(request: Request, principal: Authenticated) -> Response:
-    return await breakdown_response(request, principal, TEAMS, TeamRow, "teams.csv")
-
-
-@describe(f"Figures per label: {FIGURES}", OPERATOR, answer=list[LabelRow], errors=(404,), query=PERIOD,
-          description=BREAKDOWN_DESCRIPTION + " A label's row counts the conversations that carry it now.",
-          downloads=CSV_ROWS, operation_id="getLabelReport")
-@get("/api/reports/labels")
-async def label_report(request: Request, principal: Authenticated) -> Response:
-    return await breakdown_response(request, principal, LABELS, LabelRow, "labels.csv")
-
-
-ROUTES = [reports, operator_report, team_report, label_report]
+ROUTES = [
+    reports,
+    breakdown_route("operators", OPERATORS, OperatorRow, "operator", "", "getOperatorReport"),
+    breakdown_route("teams", TEAMS, TeamRow, "team", " A team's row counts the conversations in that team now.",
+                    "getTeamReport"),
+    breakdown_route("labels", LABELS, LabelRow, "label",
+                    " A label's row counts the conversations that carry it now.", "getLabelReport"),
+]

@@ -70,7 +70,10 @@ class Period:
 def parse_period(params: Mapping[str, str], now: datetime) -> Period:
     """`since` and `until` (RFC 3339): the last 30 days up to now by default, at most a year."""
     until = parse_time(params, "until") or now
-    since = parse_time(params, "since") or until - DEFAULT_PERIOD
+    try:
+        since = parse_time(params, "since") or until - DEFAULT_PERIOD
+    except OverflowError:  # 30 days before the calendar's first
+        raise Invalid("until is too early", "until") from None
     if since >= until:
         raise Invalid("since must be before until", "since")
     if until - since > timedelta(days=MAX_DAYS):

@@ -34,6 +34,7 @@ INBOX_EVENTS = (ev.ConversationCreated, ev.ConversationUpdated, ev.MessageCreate
                 ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.ConversationPrioritySet,
                 ev.ConversationSnoozed, ev.ConversationWoken)
 PREVIEW = 140  # the characters of the latest message a row shows
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
 @dataclass
@@ -175,7 +176,10 @@ def read_inbox_as_of(records: list[Recorded], past: PastInbox, moment: datetime 
     skip = parse_int(params, "skip")
     column, direction = parse_sort(INBOX, params)
     end = moment or (records[-1].event.at if records else datetime.now(timezone.utc))
-    start = window_start(conversation_filter, parse_timezone(params), end) or datetime.min.replace(tzinfo=timezone.utc)
+    try:
+        start = window_start(conversation_filter, parse_timezone(params), end) or EARLIEST
+    except OverflowError:  # a window reaching before the calendar's first day
+        raise Invalid("asOf is too early for this conversationFilter", "asOf") from None
     in_scope = [row for row in fold_inbox(records).values() if row.last_edit_time >= start]
     counts = counts_of(in_scope, past.reader)
     tab = [row for row in in_scope if TABS[inbox_filter](row, past.reader)]

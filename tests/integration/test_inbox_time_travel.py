@@ -62,6 +62,7 @@ def test_the_inbox_as_of_a_position_before_a_resolve_is_what_it_was_then(http, t
     ({"conversationFilter": "online", "asOf": "1"}, 400, "conversationFilter"),
     ({"asOf": "yesterday"}, 400, "asOf"),
     ({"asOf": "1", "resolved": "true"}, 400, "resolved"),
+    ({"asOf": "0001-01-01T00:00:00Z", "conversationFilter": "last-week"}, 400, "asOf"),
 ])
 def test_what_the_past_inbox_refuses(http, tenant, params, status, field):
     response = http.get("/api/conversations", headers=tenant.operator, params={

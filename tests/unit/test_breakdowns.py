@@ -41,7 +41,8 @@ def test_the_period_defaults_to_the_last_30_days_and_refuses_the_impossible():
     assert period.until == datetime(2026, 1, 31, 23, tzinfo=timezone.utc)
     for params, field in [({"since": "yesterday"}, "since"), ({"until": "2026-01-01T00:00:00"}, "until"),
                           ({"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "since"),
-                          ({"since": "2024-01-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "since")]:
+                          ({"since": "2024-01-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "since"),
+                          ({"until": "0001-01-02T00:00:00Z"}, "until")]:
         with pytest.raises(Invalid) as refused:
             parse_period(params, NOW)
         assert refused.value.field == field

@@ -62,8 +62,10 @@ class MessageUpdate(msgspec.Struct, rename="camel"):
 
     message_id: uuid.UUID
     conversation_id: uuid.UUID
-    rating: str | msgspec.UnsetType = msgspec.UNSET
+    rating: str | msgspec.UnsetType = msgspec.UNSET  # the visitor's
     rating_time: datetime | msgspec.UnsetType = msgspec.UNSET
+    operator_rating: str | msgspec.UnsetType = msgspec.UNSET  # the team's own
+    operator_rating_time: datetime | msgspec.UnsetType = msgspec.UNSET
     reactions: list[ev.Reaction] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -112,8 +114,9 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
     if isinstance(e, ev.MessageCreated):
         return frame(at, "message.created", new_message(e, author))
     if isinstance(e, ev.MessageRated):
-        return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id, rating=e.rating,
-                                                         rating_time=e.at))
+        whose = "operator_rating" if e.sender == "operator" else "rating"
+        return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
+                                                         **{whose: e.rating, f"{whose}_time": e.at}))
     if isinstance(e, ev.MessageReactionsChanged):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
                                                          reactions=list(e.reactions)))

@@ -32,6 +32,7 @@ from parley.settings import Settings, narrowed
 from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
+from projections.reports import ReportsProjection
 from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
@@ -65,6 +66,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
     "activity": lambda settings: ActivityProjection(),
+    "reports": lambda settings: ReportsProjection(),
     "webhooks": lambda settings: WebhookProjection(),
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),

@@ -109,6 +109,11 @@ DO $$ BEGIN
                    AND table_name = 'rm_conversations' AND column_name = 'agent_paused') THEN
         ALTER TABLE rm_conversations ADD COLUMN agent_paused boolean NOT NULL DEFAULT false;
     END IF;
+    -- the team's own rating of a message, kept apart from the visitor's `rating`
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_messages' AND column_name = 'operator_rating') THEN
+        ALTER TABLE rm_messages ADD COLUMN operator_rating text, ADD COLUMN operator_rating_time timestamptz;
+    END IF;
 END $$;
 -- A conversation's messages are always read within their organization: with the organization first,
 -- the index matches the whole filter and the order, so the planner takes it even before statistics exist.
@@ -387,8 +392,10 @@ async def _message_read(conn, e: ev.MessageRead) -> None:
 
 
 async def _message_rated(conn, e: ev.MessageRated) -> None:
-    await conn.execute("UPDATE rm_messages SET rating = %s, rating_time = %s WHERE id = %s",
-                       (e.rating, e.at, e.message_id))
+    """The visitor's rating is the message's `rating`; an operator's (`/rating/operator`) is the team's own
+    judgement and never stands in for it."""
+    columns = "operator_rating = %s, operator_rating_time = %s" if e.sender == "operator" else "rating = %s, rating_time = %s"
+    await conn.execute(f"UPDATE rm_messages SET {columns} WHERE id = %s", (e.rating, e.at, e.message_id))
 
 
 async def _message_reactions(conn, e: ev.MessageReactionsChanged) -> None:

@@ -36,7 +36,8 @@ read-your-writes waits):
 - `answer`: the success body's type (a Struct, `list[Struct]`, a dict type ...); `None` for no body.
   `status` overrides the route decorator's status code (e.g. a DELETE that answers 204);
   `media_type` "text/event-stream" for Server-Sent Events or another stream, `answer` then a text saying
-  what the frames or lines are.
+  what the frames or lines are. `downloads`: other media types `Accept` may choose (`{"text/csv": "what
+  the rows are"}`), documented beside the JSON answer.
 - `query`: `Parameter`s (`query(name, type, ...)`, `header(name, type, ...)`), or
   `collection_query(COLLECTION)` for a collection's filters, sort, limit, skip and fields. Types are
   msgspec types: `Annotated[int, Meta(ge=0)]`, `Literal["a", "b"]`, `uuid.UUID`, `bool` ...
@@ -98,6 +99,7 @@ class Operation:
     answer: Any = None
     status: int | None = None
     media_type: str = "application/json"
+    downloads: dict[str, str] = field(default_factory=dict)  # other media types `Accept` may ask for: what they hold
     query: tuple[Parameter, ...] = ()
     errors: tuple[int, ...] = ()
     also: tuple[int, ...] = ()
@@ -365,7 +367,8 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
             media["schema"] = {"type": "string", "description": op.answer}
         else:
             schemas.place(media, "schema", op.answer)
-        success["content"] = {op.media_type: media}
+        success["content"] = {op.media_type: media, **{
+            download: {"schema": {"type": "string", "description": held}} for download, held in op.downloads.items()}}
     if op.links:
         success["links"] = {target: {"operationId": target, **({"parameters": parameters} if (
             parameters := {k: v for k, v in values.items() if k != "requestBody"}) else {}),

@@ -7,7 +7,7 @@ import inspect
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, TypeVar
 
 import msgspec
 from litestar import Request, Response
@@ -152,6 +152,12 @@ async def caught_up(request: Request, projections: tuple[str, ...] = ("core",),
     position = request.scope[ORG_POSITION]  # type: ignore[literal-required]
     if not await services(request).watch.wait_for(position, projections):
         raise Unavailable(f"{behind}; try again in a few seconds (the read models are behind position {position})")
+
+
+def download_type(request: Request, offered: Iterable[str]) -> str | None:
+    """The media type of `offered` that `Accept` asks for, if any (JSON otherwise)."""
+    accepted = [part.split(";")[0].strip().lower() for part in request.headers.get("accept", "").split(",")]
+    return next((media for media in accepted if media in offered), None)
 
 
 def json_response(payload: Any, created: Created | None = None, status: int = 200) -> Response:

@@ -1,5 +1,5 @@
 """Reading a conversation as it was: `asOf` on `GET /api/conversations/{id}` and `GET /api/messages`, and
-the conversation's audit trail. Both fold the conversation's events from the store (never the current read
+the conversation's audit trail; and an inbox as it was (`asOf` with `inboxFilter` on `GET /api/conversations`). Both fold the conversation's events from the store (never the current read
 model), with the same rules the core read model applies, so an answer as of a moment is what the REST API
 answered then."""
 
@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import msgspec
 
-from commands.errors import Invalid, NotFound
+from commands.errors import Forbidden, Invalid, NotFound
 from commands.principal import Principal
 from events import types as ev
 from events.history import HEAD, HistoryFilter, pages_async
@@ -22,12 +22,15 @@ from projections.views.collections import (MESSAGES, ConversationRecord, Message
                                  parse_sort, project)
 from projections.views.history_query import parse_time
 from projections.views.identities import OperatorIdentity, identities
+from projections.views.inbox import InboxPage, website_of
+from projections.views.inbox_as_of import INBOX_EVENTS, check_params, past_inbox, read_inbox_as_of
 from projections.views.parameters import PositionOrTime, query
 from readapi.services import Services
 
 
 AS_OF = query("asOf", PositionOrTime, "Answer as the API did at this position, or this RFC 3339 time: folded from the events "
-                           "(GET /api/messages then needs conversationId).")
+                           "(GET /api/messages then needs conversationId, GET /api/conversations inboxFilter: "
+                           "an inbox as it was is read only).")
 
 
 class AsOf(msgspec.Struct, frozen=True):
@@ -45,19 +48,42 @@ def parse_as_of(params: Mapping[str, str]) -> AsOf | None:
     return AsOf(time=parse_time(params, "asOf"))
 
 
+async def events_until(svc: Services, flt: HistoryFilter, as_of: AsOf) -> list[Recorded]:
+    """The filter's events up to the position `as_of` names (its time is the filter's `until_time`)."""
+    async with svc.pool.connection() as conn:
+        head = (await (await conn.execute(HEAD)).fetchone())[0]
+    until = head if as_of.position is None else min(head, as_of.position)
+    return [Recorded(position, uuid.UUID(stream_id), 0, decode_event(state))
+            async for rows in pages_async(svc.pool, flt, 0, until) for position, stream_id, _, state in rows]
+
+
 async def conversation_events(svc: Services, principal: Principal, conversation_id: uuid.UUID | None,
                               as_of: AsOf = AsOf()) -> list[Recorded]:
     """The events that name the conversation, in the principal's organization (and pinned website), up to
     `as_of`. A conversation's history is short, so it is read whole."""
     if conversation_id is None:
         return []
-    flt = HistoryFilter(principal.org_id, until_time=as_of.time, website_id=principal.website_id,
-                        conversation_id=conversation_id)
+    return await events_until(svc, HistoryFilter(principal.org_id, until_time=as_of.time,
+                                                  website_id=principal.website_id, conversation_id=conversation_id),
+                               as_of)
+
+
+async def inbox_as_of(svc: Services, principal: Principal, params: Mapping[str, str], as_of: AsOf) -> InboxPage:
+    """`GET /api/conversations?inboxFilter=…&asOf=…`: the inbox page and its counts as they were, folded
+    from the website's events (every one of them up to the moment: the cost grows with its history)."""
+    if not params.get("inboxFilter"):
+        raise Invalid("asOf on the conversation list reads an inbox as it was: give inboxFilter and websiteId",
+                      "inboxFilter")
+    if not principal.is_operator:
+        raise Forbidden("inboxFilter is for operators; use an operator access token")
+    check_params(params)
     async with svc.pool.connection() as conn:
-        head = (await (await conn.execute(HEAD)).fetchone())[0]
-    until = head if as_of.position is None else min(head, as_of.position)
-    return [Recorded(position, uuid.UUID(stream_id), 0, decode_event(state))
-            async for rows in pages_async(svc.pool, flt, 0, until) for position, stream_id, _, state in rows]
+        website_id = await website_of(conn, principal, params)
+        past = await past_inbox(conn, principal, website_id, params)
+    records = await events_until(svc, HistoryFilter(
+        principal.org_id, until_time=as_of.time, website_id=website_id,
+        types=tuple(kind.__name__ for kind in INBOX_EVENTS)), as_of)
+    return read_inbox_as_of(records, past, as_of.time)
 
 
 def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] | None = None,
@@ -87,6 +113,8 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
         elif (message := messages.get(getattr(e, "message_id", None))) is not None:
             if isinstance(e, ev.MessageRead):
                 message.read = True
+            elif isinstance(e, ev.MessageRated) and e.sender == "operator":
+                message.operator_rating, message.operator_rating_time = e.rating, e.at
             elif isinstance(e, ev.MessageRated):
                 message.rating, message.rating_time = e.rating, e.at
             elif isinstance(e, ev.MessageReactionsChanged):

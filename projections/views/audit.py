@@ -118,7 +118,7 @@ async def all_entries(conn: psycopg.AsyncConnection, where: list[str],
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(value: Any) -> str:
+def spreadsheet_cell(value: Any) -> str:
     """A CSV cell that a spreadsheet shows as text: a name starting like a formula is not run as one."""
     text = "" if value is None else str(value)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
@@ -135,7 +135,7 @@ def csv_lines(entries: list[AuditEntry], header: bool) -> bytes:
     if header:
         writer.writerow(CSV_COLUMNS)
     for e in entries:
-        writer.writerow([_cell(value) for value in (
+        writer.writerow([spreadsheet_cell(value) for value in (
             e.id, e.at.isoformat(), e.actor.kind, e.actor.id, e.actor.display_name, e.action, e.subject.kind,
             e.subject.id, msgspec.json.encode(e.changes).decode(), e.address)])
     return out.getvalue().encode()

@@ -88,7 +88,8 @@ class MessageReaction(msgspec.Struct, rename={"sender": "from", "person_id": "pe
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
-                                      "campaign_id": "campaignId"}):
+                                      "operator_rating": "operatorRating",
+                                      "operator_rating_time": "operatorRatingTime", "campaign_id": "campaignId"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -97,8 +98,10 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     reply_to: uuid.UUID | None
     internal: bool
     creation_time: datetime
-    rating: Rating | None
+    rating: Rating | None  # the visitor's
     rating_time: datetime | None
+    operator_rating: Rating | None  # the team's own (`/rating/operator`), never counted as the visitor's
+    operator_rating_time: datetime | None
     reactions: list[MessageReaction]  # stored as the event's builtins, encoded as they are
     read: bool
     campaign_id: uuid.UUID | None  # the campaign that sent it
@@ -117,7 +120,7 @@ def new_message(created: ev.MessageCreated, operator: OperatorIdentity | None = 
     """A message as the API shows it the moment it is created: what the read model will hold, with its
     author's identity as the caller looked it up (`identities`)."""
     return Message(created.message_id, created.conversation_id, created.website_id, created.content, created.sender,
-                   created.reply_to, created.internal, created.at, None, None, [], False, created.campaign_id,
+                   created.reply_to, created.internal, created.at, None, None, None, None, [], False, created.campaign_id,
                    author_of(created), created.incomplete, operator)
 
 
@@ -174,7 +177,7 @@ CONVERSATION_RECORD = Collection(
 MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
-           "rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
+           "rating_time, operator_rating, operator_rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
            f"operator_id, {profile_column('rm_messages.operator_id')}",
     filters={"conversationId": ("conversation_id", "uuid")},
     sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime", from_row=message_of_row,

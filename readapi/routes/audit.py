@@ -17,7 +17,7 @@ from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.auth import ADMIN, Authenticated
 from projections.views.parameters import Time
 from readapi.openapi import describe, query
-from readapi.services import caught_up, json_response, services
+from readapi.services import caught_up, download_type, json_response, services
 
 READ_MODELS = ("audit",)
 DOWNLOADS = {"text/csv": "audit.csv", "application/x-ndjson": "audit.ndjson"}
@@ -29,12 +29,6 @@ QUERY = (
     query("limit", Annotated[int, msgspec.Meta(ge=0)], f"Entries per page; 100 by default, capped at {PAGE_MAX}."),
     query("cursor", str, "The previous page's `nextCursor` (JSON pages only)."),
 )
-
-
-def download_type(request: Request) -> str | None:
-    """The download `Accept` asks for, if any (JSON otherwise)."""
-    accepted = [part.split(";")[0].strip().lower() for part in request.headers.get("accept", "").split(",")]
-    return next((media for media in accepted if media in DOWNLOADS), None)
 
 
 async def _download(request: Request, where: list[str], args: list[Any], media: str) -> AsyncIterator[bytes]:
@@ -54,7 +48,7 @@ async def _download(request: Request, where: list[str], args: list[Any], media: 
 @get("/api/audit")
 async def audit_route(request: Request, principal: Authenticated) -> Response | Stream:
     await caught_up(request, READ_MODELS)
-    if media := download_type(request):
+    if media := download_type(request, DOWNLOADS):
         where, args = download_filter(principal.org_id, request.query_params)
         return Stream(_download(request, where, args, media), media_type=media, headers={
             "Content-Disposition": f'attachment; filename="{DOWNLOADS[media]}"', "Cache-Control": "no-store"})

@@ -60,6 +60,8 @@ def collection_read(alias: str, url: str) -> PlannedRead:
     query = parse_qsl(parts.query, keep_blank_values=True)
     if any(name.lower() in CREDENTIAL_PARAMETERS for name, _ in query):
         raise Invalid(f"{alias}: credentials must never appear in a URL", alias)
+    if any(name == "asOf" for name, _ in query):  # the past is folded from the events, outside the snapshot
+        raise Invalid(f"{alias}: asOf reads the past one GET at a time, not in a batch", alias)
     return PlannedRead(alias, listing, MultiDict(query))
 
 

@@ -17,7 +17,7 @@ from projections.views.identities import OperatorIdentity, identities
 from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
 from readapi.openapi import ID, ListOf, collection_query, describe
 from readapi.listing import Listing, collection_listing, listing_response, register
-from readapi.time_travel import AS_OF, conversation_as_of, messages_as_of, parse_as_of
+from readapi.time_travel import AS_OF, conversation_as_of, inbox_as_of, messages_as_of, parse_as_of
 from readapi.services import caught_up, json_response, run_command, services, written
 
 WEBSITES_LISTING = register(collection_listing("websites", "websites:read", WEBSITES))
@@ -85,10 +85,12 @@ async def update_customer(request: Request, principal: Authenticated, payload: D
 
 
 @describe("List the conversations, or an operator's inbox page with `inboxFilter`", CONVERSATIONS_LISTING.auth,
-          answer=(ListOf(Conversation), InboxPage), query=collection_query(CONVERSATIONS, *INBOX_QUERY), errors=(404,),
-          operation_id="listConversations")
+          answer=(ListOf(Conversation), InboxPage), query=collection_query(CONVERSATIONS, *INBOX_QUERY, AS_OF),
+          errors=(404,), operation_id="listConversations")
 @get("/api/conversations")
 async def list_conversations(request: Request, principal: Authenticated) -> Response:
+    if as_of := parse_as_of(request.query_params):
+        return json_response(await inbox_as_of(services(request), principal, request.query_params, as_of))
     return await listing_response(request, principal, CONVERSATIONS_LISTING)
 
 

@@ -92,6 +92,7 @@ REFUSALS = [
     ("empty", "?websiteId=x"),
     ("fragment", "websites#top"),
     ("credential", "websites?access_token=abc"),
+    ("past", "messages?conversationId=x&asOf=5"),
 ]
 
 

@@ -87,12 +87,35 @@ def test_operator_rating(http, tenant, other_tenant, chat_thread):
     url = f"/api/messages/{chat_thread['reply']['_id']}/rating/operator"
     response = http.post(url, headers=tenant.operator, json={"rating": "neutral"})
     assert response.status_code == 200
-    assert (response.json()["rating"], response.json()["internal"]) == ("neutral", False)
+    assert (response.json()["operatorRating"], response.json()["internal"]) == ("neutral", False)
+    assert response.json()["operatorRatingTime"] and response.json()["rating"] is None
     assert http.post(url, headers=tenant.operator, json={"rating": "meh"}).status_code == 400
     assert http.post(url, headers=tenant.key(), json={"rating": "happy"}).status_code == 403
     assert http.post(url, headers=chat_thread["visitor"].headers, json={"rating": "happy"}).status_code == 403
     assert http.post(url, headers=other_tenant.operator, json={"rating": "happy"}).status_code == 404
-    assert stored(http, tenant, chat_thread["reply"]["_id"])["rating"] == "neutral"
+    assert stored(http, tenant, chat_thread["reply"]["_id"])["operatorRating"] == "neutral"
+
+
+def test_the_team_rating_never_stands_for_the_visitor_rating(http, tenant, chat_thread):
+    """The visitor's `rating` and the team's `operatorRating` are kept apart, in the message as it is now and
+    in the message as of any past position (history), whichever comes last."""
+    reply_id = chat_thread["reply"]["_id"]
+    visitor_rated = rate(http, chat_thread["visitor"], reply_id, "unhappy", tenant.website_id)
+    assert visitor_rated.status_code == 200
+    team_rated = http.post(f"/api/messages/{reply_id}/rating/operator", headers=tenant.operator,
+                           json={"rating": "happy"})
+    assert team_rated.status_code == 200
+    now = stored(http, tenant, reply_id)
+    assert (now["rating"], now["operatorRating"]) == ("unhappy", "happy")
+    # what the visitor's own transcript shows is their rating, never the team's
+    assert visitor_rated.json()["rating"] == "unhappy"
+    as_of = http.get("/api/messages", headers=tenant.operator, params={
+        "conversationId": chat_thread["conversation_id"], "asOf": team_rated.headers["Parley-Position"]}).json()
+    folded = next(m for m in as_of if m["_id"] == reply_id)
+    assert (folded["rating"], folded["operatorRating"]) == ("unhappy", "happy")
+    before_team = http.get("/api/messages", headers=tenant.operator, params={
+        "conversationId": chat_thread["conversation_id"], "asOf": visitor_rated.headers["Parley-Position"]}).json()
+    assert next(m for m in before_team if m["_id"] == reply_id)["operatorRating"] is None
 
 
 @pytest.mark.parametrize("emoji", ["👍", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "1️⃣"])

@@ -36,12 +36,16 @@ def test_operator_stream_pushes_the_organizations_changes(server, http, tenant, 
         http.post(f"/api/messages/{answer['_id']}/rating", headers=visitor.headers,
                   json={"websiteId": str(tenant.website_id), "rating": "happy"})
         http.post(f"/api/messages/{answer['_id']}/reaction/operator", headers=tenant.operator, json={"emoji": "🎉"})
+        http.post(f"/api/messages/{answer['_id']}/rating/operator", headers=tenant.operator, json={"rating": "neutral"})
         http.patch(f"/api/conversations/{conversation_id}", headers=tenant.operator, json={"resolved": True})
         pushed = stream.until(lambda p: p.event == "conversation.updated")
     assert [p.event for p in pushed] == ["conversation.created", "message.created", "message.created",
-                                         "MESSAGE_UPDATED_EVENT", "MESSAGE_UPDATED_EVENT", "conversation.updated"]
+                                         "MESSAGE_UPDATED_EVENT", "MESSAGE_UPDATED_EVENT", "MESSAGE_UPDATED_EVENT",
+                                         "conversation.updated"]
     assert [p.id for p in pushed] == sorted({p.id for p in pushed})
-    created, asked, answered, rated, reacted, resolved = pushed
+    created, asked, answered, rated, reacted, team_rated, resolved = pushed
+    # the team's own rating is told as such, never as the visitor's
+    assert (team_rated.data["operatorRating"], "rating" in team_rated.data) == ("neutral", False)
     assert created.data["_id"] == conversation_id and created.data["websiteId"] == str(tenant.website_id)
     assert (asked.data["_id"], asked.data["from"]) == (question["_id"], "customer")
     assert (answered.data["_id"], answered.data["from"]) == (answer["_id"], "operator")

@@ -59,6 +59,13 @@ export async function download(path, params, type) {
   return response.blob();
 }
 
+/** Saves a download (`Accept: type`) as the file `name`, as the browser saves any file. */
+export async function saveDownload(path, params, type, name) {
+  const url = URL.createObjectURL(await download(path, params, type));
+  Object.assign(document.createElement("a"), {href: url, download: name}).click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 export const get = (path, params) => api("GET", params ? `${path}?${new URLSearchParams(params)}` : path);
 
 /** `totp`: the code of an operator with two-factor sign-in (or a recovery code), once the server asked for it. */

@@ -1,7 +1,7 @@
 // The audit log: who changed which setting or record, when, from where; filtered by actor, kind of change
 // and period, newest first, a page at a time; downloaded as CSV or NDJSON with the same filters.
 
-import {download, get} from "../api.js";
+import {get, saveDownload} from "../api.js";
 import {Page} from "../page.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
 
@@ -87,9 +87,7 @@ class ParleyAudit extends Page {
 
   async save(type, name) {
     try {
-      const url = URL.createObjectURL(await download("/api/audit", this.filters(), type));
-      h("a", {href: url, download: name}).click();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      await saveDownload("/api/audit", this.filters(), type, name);
     } catch (error) {
       replace(this.status, errorBox(error));
     }

@@ -2,7 +2,7 @@
 // the agent's answer streaming in as it comes, quotes, ratings, reactions), the composer (reply or
 // internal note, with @mentions of the team), resolve/reopen, spam, pausing the agent, the read receipt
 // sent once the operator sees the visitor's latest message, the operator's typing shown to the visitor,
-// and the visitor's profile.
+// and the visitor's profile. Opened with `asOf`, it shows the conversation as it was then: read only.
 
 import {api, get} from "../api.js";
 import {Page} from "../page.js";
@@ -41,7 +41,7 @@ class ParleyConversation extends Page {
     this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
       const message = this.messages.get(detail.messageId);
       if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
-      for (const key of ["rating", "ratingTime", "reactions"]) if (key in detail) message[key] = detail[key];
+      for (const key of ["rating", "ratingTime", "operatorRating", "operatorRatingTime", "reactions"]) if (key in detail) message[key] = detail[key];
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
     this.listen("conversation.updated", (detail) => {
@@ -51,16 +51,18 @@ class ParleyConversation extends Page {
     });
   }
 
-  async open(conversationId, backHref) {
+  async open(conversationId, backHref, asOf = null) {
     if (!conversationId) {
       this.conversationId = null;
       this.ready = false;
       replace(this, h("p", {class: "empty"}, "Choose a conversation."));
       return;
     }
-    if (conversationId === this.conversationId) return;
+    if (conversationId === this.conversationId && asOf === this.asOf) return;
     this.ready = false;
     this.conversationId = conversationId;
+    this.asOf = asOf;
+    const past = asOf ? {asOf} : {};
     this.backHref = backHref;
     this.messages = new Map();
     this.replyTo = null;
@@ -68,19 +70,20 @@ class ParleyConversation extends Page {
     let record, messages, visitor, agent;
     try {
       [record, messages] = await Promise.all([
-        get(`/api/conversations/${conversationId}`),
-        get("/api/messages", {conversationId, limit: 0})]);
+        get(`/api/conversations/${conversationId}`, asOf ? past : undefined),
+        get("/api/messages", {conversationId, limit: 0, ...past})]);
       [visitor, agent] = await Promise.all([customer(record.customerId), this.agentOf(record.websiteId)]);
     } catch (error) {
       replace(this, errorBox(error));
       return;
     }
-    if (conversationId !== this.conversationId) return;
+    if (conversationId !== this.conversationId || asOf !== this.asOf) return;
     this.record = record;
     this.visitor = visitor;
     this.hasAgent = Boolean(agent?.enabled);
     for (const message of messages) this.messages.set(message._id, message);
     this.render();
+    if (asOf) return; // the past: neither live nor read by opening it
     this.ready = true;
     this.markRead();
   }
@@ -101,7 +104,8 @@ class ParleyConversation extends Page {
     this.header = h("header", {class: "conversation-header"});
     // the log is a wrapper: an `ol` with role=log would no longer be a list, and its items would sit outside one
     this.transcript = h("ol", {class: "messages"}, [...this.messages.values()].map((m) => this.messageView(m)));
-    this.composer = this.composerView();
+    this.composer = this.asOf ? h("p", {class: "past-notice", role: "status"}, h("strong", null, "Read only: "),
+      `as it was at ${new Date(this.asOf).toLocaleString()}.`) : this.composerView();
     this.typing = h("p", {class: "typing", hidden: true, role: "status"}, "The AI agent is writing…");
     replace(this, h("div", {class: "conversation-main"}, this.header,
       h("div", {class: "transcript", role: "log", "aria-label": "Messages"}, this.transcript), this.typing, this.composer),
@@ -116,7 +120,7 @@ class ParleyConversation extends Page {
       h("a", {class: "back", href: this.backHref}, "← Inbox"),
       h("h2", null, customerName(this.visitor, this.record.customerId)),
       operatorOnly && h("span", {class: "badge internal"}, "Operators only: the visitor never sees it"),
-      h("div", {class: "actions"},
+      this.asOf ? h("span", {class: "badge"}, resolved ? "Resolved then" : "Open then") : h("div", {class: "actions"},
         h("button", {type: "button", id: "resolve", onclick: () => this.setFlags({resolved: !resolved})},
           resolved ? "Reopen" : "Resolve"),
         h("button", {type: "button", id: "spam", class: "secondary", onclick: () => {
@@ -178,9 +182,11 @@ class ParleyConversation extends Page {
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
         h("p", {class: "content"}, message.content),
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
-        message.rating && h("p", {class: "rating"}, "Rated ", RATINGS[message.rating] ?? message.rating),
+        message.rating && h("p", {class: "rating"}, "Visitor rated ", RATINGS[message.rating] ?? message.rating),
+        message.operatorRating && h("p", {class: "rating"}, "Team rated ",
+          RATINGS[message.operatorRating] ?? message.operatorRating),
         this.reactionsView(message),
-        h("div", {class: "message-actions"},
+        !this.asOf && h("div", {class: "message-actions"},
           h("button", {type: "button", class: "link", onclick: () => this.quote(message)}, "Quote"),
           this.reactionPicker(message))));
   }

@@ -1,5 +1,6 @@
 // The inbox: the website's conversations by tab (with every tab's count), scope and page, kept live from
-// the realtime stream; the open conversation beside it (one column at a phone's width).
+// the realtime stream; the open conversation beside it (one column at a phone's width). "As of" shows the
+// inbox, and the conversation opened from it, as they were at a past time: read only, and not live.
 
 import {get} from "../api.js";
 import {Page} from "../page.js";
@@ -14,12 +15,26 @@ const SCOPES = [["all", "Any time"], ["last-hour", "Last hour"], ["today", "Toda
 const PAGE_SIZE = 20;
 const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 
+/** A time as a datetime-local field's value, in the browser's time zone, to the second. */
+function localValue(iso) {
+  const at = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:`
+    + `${pad(at.getMinutes())}:${pad(at.getSeconds())}`;
+}
+
 class ParleyInbox extends Page {
   connectedCallback() {
     this.className = "inbox";
     this.tabs = h("div", {role: "tablist", "aria-label": "Conversations", class: "tabs"});
     this.scope = h("select", {id: "scope", onchange: () => this.go({scope: this.scope.value, skip: 0})},
       SCOPES.map(([value, label]) => h("option", {value}, label)));
+    this.asOf = h("input", {type: "datetime-local", id: "as-of", step: "1", onchange: () => {
+      if (this.asOf.value) this.go({asOf: new Date(this.asOf.value).toISOString(), skip: 0});
+    }});
+    this.now = h("button", {type: "button", class: "secondary", id: "as-of-now", hidden: true,
+      onclick: () => this.go({asOf: null, skip: 0})}, "Back to now");
+    this.past = h("p", {class: "past-notice", role: "status"});
     this.list = h("ul", {class: "conversations", "aria-label": "Conversations", "aria-busy": "true"});
     this.pager = h("nav", {class: "pager", "aria-label": "Pages"});
     this.status = h("div", {"aria-live": "polite", class: "list-status"});
@@ -30,7 +45,8 @@ class ParleyInbox extends Page {
       h("section", {class: "list-pane", "aria-label": "Inbox"},
         this.tabs,
         h("div", {class: "filters"}, h("label", {for: "scope"}, "Show"), this.scope),
-        this.status, this.list, this.pager),
+        h("div", {class: "filters as-of"}, h("label", {for: "as-of"}, "As of"), this.asOf, this.now),
+        this.past, this.status, this.list, this.pager),
       this.conversation);
     const refresh = () => this.scheduleRefresh();
     this.addEventListener("conversation-read", refresh);
@@ -41,7 +57,7 @@ class ParleyInbox extends Page {
 
   get params() {
     return {tab: this.query.get("tab") || "all", scope: this.query.get("scope") || "all",
-            skip: Number(this.query.get("skip")) || 0};
+            skip: Number(this.query.get("skip")) || 0, asOf: this.query.get("asOf") || null};
   }
 
   href(changes = {}, conversationId = this.openId) {
@@ -50,6 +66,7 @@ class ParleyInbox extends Page {
     if (merged.tab !== "all") query.set("tab", merged.tab);
     if (merged.scope !== "all") query.set("scope", merged.scope);
     if (merged.skip) query.set("skip", merged.skip);
+    if (merged.asOf) query.set("asOf", merged.asOf);
     const search = query.toString();
     return `/app/inbox${conversationId ? "/" + conversationId : ""}${search ? "?" + search : ""}`;
   }
@@ -61,11 +78,22 @@ class ParleyInbox extends Page {
     this.openId = conversationId || null;
     this.classList.toggle("has-conversation", Boolean(this.openId));
     this.scope.value = this.params.scope;
+    this.showPast(this.params.asOf);
     this.refresh();
-    this.conversation.open(this.openId, this.href({}, null));
+    this.conversation.open(this.openId, this.href({}, null), this.params.asOf);
+  }
+
+  /** Marks the page as showing the past (read only, not live), or as live. */
+  showPast(asOf) {
+    this.classList.toggle("past", Boolean(asOf));
+    this.asOf.value = asOf ? localValue(asOf) : "";
+    this.now.hidden = !asOf;
+    replace(this.past, asOf && [h("strong", null, "Read only: "),
+      `the inbox as it was at ${new Date(asOf).toLocaleString()}. Changes since are not shown.`]);
   }
 
   scheduleRefresh() {
+    if (this.params.asOf) return; // the past does not change
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.refresh(), 100);
   }
@@ -75,12 +103,12 @@ class ParleyInbox extends Page {
       replace(this.list, this.noWebsite());
       return;
     }
-    const {tab, scope, skip} = this.params;
+    const {tab, scope, skip, asOf} = this.params;
     const asked = this.href();
     let page;
     try {
       page = await get("/api/conversations", {inboxFilter: tab, conversationFilter: scope, websiteId: this.websiteId,
-                                              timezone: ZONE, limit: PAGE_SIZE, skip});
+                                              timezone: ZONE, limit: PAGE_SIZE, skip, ...(asOf ? {asOf} : {})});
     } catch (error) {
       replace(this.status, errorBox(error));
       return;

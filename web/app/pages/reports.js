@@ -1,8 +1,9 @@
 // Reports as pictures: conversations per day, median first-response time, ratings over time, busiest
 // hours and totals by website, drawn as SVG by the small chart functions below (no library, no build).
-// Each chart also carries its numbers as a table for screen readers.
+// Each chart also carries its numbers as a table for screen readers. Below them, the figures per operator,
+// team and label as tables, each downloadable as CSV with the same period and website.
 
-import {get} from "../api.js";
+import {get, saveDownload} from "../api.js";
 import {Page} from "../page.js";
 import {errorBox, field, h, replace, s} from "../dom.js";
 
@@ -57,6 +58,40 @@ function chart(title, summary, svg, table) {
 const minutes = (seconds) => seconds == null ? "—"
   : seconds < 90 ? `${Number(seconds.toPrecision(2))} s` : `${Number((seconds / 60).toPrecision(2))} min`;
 
+// the breakdown tables: the route under /api/reports/, the heading, the row's id and name, the name's
+// column, what an empty table says (every team or label is a row, with or without figures)
+const BREAKDOWNS = [
+  {table: "operators", title: "By operator", id: "operatorId", name: "displayName", column: "Operator"},
+  {table: "teams", title: "By team", id: "teamId", name: "name", column: "Team", empty: "No teams yet."},
+  {table: "labels", title: "By label", id: "labelId", name: "name", column: "Label", empty: "No labels yet."},
+];
+const satisfaction = ({rated, happy}) => rated ? `${Math.round((100 * happy) / rated)} % (${happy} of ${rated})` : "—";
+
+function breakdownTable({table, title, id, name, column, empty}, rows, onDownload) {
+  const captionId = `breakdown-${table}`;
+  const columns = [column, "Conversations", "Replies", "First response (median)", "First response (90 %)",
+    "Resolution (median)", "Resolution (90 %)", "Visitors happy"];
+  return h("section", {class: "card breakdown", "data-table": table},
+    h("div", {class: "toolbar"}, h("h2", {id: captionId}, title),
+      h("button", {type: "button", "aria-describedby": captionId, onclick: onDownload}, "Download CSV")),
+    h("table", {"aria-labelledby": captionId},
+      h("thead", null, h("tr", null, columns.map((text) => h("th", {scope: "col"}, text)))),
+      h("tbody", null, rows.length ? rows.map((row) => h("tr", {"data-id": row[id]},
+        h("th", {scope: "row"}, row[name] ?? row[id]), h("td", null, row.conversations), h("td", null, row.replies),
+        [row.firstResponseMedianSeconds, row.firstResponseP90Seconds, row.resolutionMedianSeconds,
+          row.resolutionP90Seconds].map((seconds) => h("td", null, minutes(seconds))),
+        h("td", null, satisfaction(row))))
+        : h("tr", null, h("td", {colspan: columns.length, class: "empty"}, empty)))));
+}
+
+/** The start of the period's first day in the browser's time zone: the charts' days, as a time. */
+function periodStart(days) {
+  const start = new Date();
+  start.setHours(0, 0, 0, 0);
+  start.setDate(start.getDate() - (days - 1));
+  return start.toISOString();
+}
+
 class ParleyReports extends Page {
   show() {
     const days = h("select", {id: "report-days"}, [7, 30, 90].map((n) => h("option", {value: n}, `Last ${n} days`)));
@@ -64,21 +99,28 @@ class ParleyReports extends Page {
     const scope = h("select", {id: "report-website"}, h("option", {value: ""}, "Every website"),
       this.app.websites.map((w) => h("option", {value: w._id}, w.websiteName)));
     this.charts = h("div", {class: "charts", "aria-live": "polite"});
+    this.tables = h("div", {class: "breakdowns"});
     const load = () => this.load(days.value, scope.value);
     days.addEventListener("change", load);
     scope.addEventListener("change", load);
     replace(this, h("h1", null, "Reports"),
-      h("div", {class: "toolbar"}, field("Period", days), field("Website", scope)), this.charts);
+      h("div", {class: "toolbar"}, field("Period", days), field("Website", scope)), this.charts, this.tables);
     load();
   }
 
   async load(days, websiteId) {
-    let report;
+    const website = websiteId ? {websiteId} : {};
+    const period = {since: periodStart(Number(days)), ...website};
+    let report, breakdowns;
     try {
-      report = await get("/api/reports", {days, timezone: ZONE, ...(websiteId ? {websiteId} : {})});
+      [report, ...breakdowns] = await Promise.all([get("/api/reports", {days, timezone: ZONE, ...website}),
+        ...BREAKDOWNS.map(({table}) => get(`/api/reports/${table}`, period))]);
     } catch (error) {
       return replace(this.charts, errorBox(error));
     }
+    replace(this.tables, BREAKDOWNS.map((breakdown, i) => breakdownTable(breakdown, breakdowns[i],
+      () => saveDownload(`/api/reports/${breakdown.table}`, period, "text/csv", `${breakdown.table}.csv`)
+        .catch((error) => this.tables.prepend(errorBox(error))))));
     const labels = report.days.map((d) => d.date.slice(5));
     const every = Math.ceil(labels.length / 10);
     const conversations = report.days.map((d) => d.conversations);

@@ -8,6 +8,7 @@ projections and the API for a role (`api`, `workers` or `all`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -19,14 +20,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+from commands.attachments import AttachmentSettings
 from delivery.agent import AgentSettings, Worker as AgentWorker
+from delivery.attachments import Sweeper
 from delivery.campaigns import Sender
 from delivery.webhooks import Dispatcher, WebhookSettings
+from events.blobs import blob_store
 from events.sealing import Sealer, check_key
 from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, private_secret, write_private
 from parley.settings import Settings, narrowed
+from projections.attachments import AttachmentsProjection
 from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
@@ -40,6 +45,7 @@ from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
 from projections.sso import SsoProjection
+from projections.views.attachments import LINKS
 
 log = logging.getLogger("parley")
 
@@ -69,6 +75,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
+    "attachments": lambda settings: AttachmentsProjection(),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
 # others; every other read model shares one stream consumer and one transaction per batch.
@@ -87,6 +94,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
                                   r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
+    "attachments": lambda r: Sweeper(r.store, r.database_url, r.blobs),
 }
 
 
@@ -101,13 +109,28 @@ def private_folder(path: Path) -> None:
     path.chmod(0o700)
 
 
-def secrets_sealer(settings: Settings) -> Sealer:
-    """What seals the secrets stored in the database: PARLEY_SECRETS_KEY, else the data directory's
-    `secrets.key` (0600), made on the first start."""
+def secrets_key(settings: Settings) -> str:
+    """PARLEY_SECRETS_KEY, else the data directory's `secrets.key` (0600), made on the first start."""
     if settings.secrets_key:
-        return Sealer(settings.secrets_key)
+        return settings.secrets_key
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return Sealer(private_secret(settings.data_dir / "secrets.key"))
+    return private_secret(settings.data_dir / "secrets.key")
+
+
+def secrets_sealer(settings: Settings) -> Sealer:
+    """What seals the secrets stored in the database."""
+    return Sealer(secrets_key(settings))
+
+
+def attachment_settings(settings: Settings) -> AttachmentSettings:
+    return narrowed(settings, AttachmentSettings, staging=settings.data_dir / "attachments" / "staging")
+
+
+def configure_file_links(settings: Settings, base_url: Callable[[], str]) -> None:
+    """The process's signer of attachment links, under a key derived from the secrets key (every process of
+    a deployment shares it, so a link one made, another serves)."""
+    key = hashlib.sha256(b"parley attachment links\0" + secrets_key(settings).encode()).digest()
+    LINKS.configure(key, base_url, settings.attachment_link_seconds)
 
 
 def server_file(data_dir: Path) -> Path:
@@ -235,6 +258,11 @@ class Runtime:
                                 wait_seconds=settings.database_wait_seconds)
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
         self.sealer = secrets_sealer(settings)
+        self.blobs = blob_store(settings.storage_url, settings.data_dir)
+        # the links' base: the public URL, else where this process's API listens (or would, for a worker)
+        configure_file_links(settings, lambda: settings.public_url or (
+            self.services.base_url if self.services and self.services.base_url
+            else f"http://{settings.host}:{settings.port}"))
         self.tasks: list[asyncio.Task] = []
         self.pool: RecoveringPool | None = None
         self.services = None
@@ -289,8 +317,8 @@ class Runtime:
         api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
         realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
                                                self.settings.presence_ttl_seconds)
-        self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.nats_url,
-                                 realtime.hub, realtime.presence)
+        self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.blobs,
+                                 attachment_settings(self.settings), self.nats_url, realtime.hub, realtime.presence)
         async with self.pool.connection() as conn:
             if not await any_operator(conn):
                 self.services.setup_code = secrets.token_urlsafe(12)

@@ -62,6 +62,10 @@ class Settings(msgspec.Struct, kw_only=True):
     agent_retry_attempts: Annotated[int, msgspec.Meta(ge=1)] = 4
     agent_retry_base_seconds: Annotated[float, msgspec.Meta(gt=0)] = 1.0
     agent_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 100
+    storage_url: str = ""
+    attachment_max_bytes: Annotated[int, msgspec.Meta(ge=1)] = 26_214_400
+    attachment_message_max_bytes: Annotated[int, msgspec.Meta(ge=1)] = 52_428_800
+    attachment_link_seconds: Annotated[int, msgspec.Meta(ge=60)] = 3600
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -148,6 +152,17 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_AGENT_RETRY_ATTEMPTS": ("agent_retry_attempts", "calls of an AI agent that fails before answering (refused connection, DNS, 5xx, 429) before the run fails (default 4)"),
     "PARLEY_AGENT_RETRY_BASE_SECONDS": ("agent_retry_base_seconds", "first delay before calling a failing AI agent again, doubled per attempt, with jitter (default 1)"),
     "PARLEY_AGENT_CONCURRENCY": ("agent_concurrency", "AI agent runs in flight per worker process (default 100)"),
+    "PARLEY_STORAGE_URL": ("storage_url", "where attachments' bytes are kept: an S3-compatible object store, "
+                           "s3://BUCKET[/PREFIX]?endpoint=URL&region=REGION (credentials as access_key_id and "
+                           "secret_access_key in the query or the AWS_* variables), which several API processes "
+                           "share; unset: content-addressed files under the data directory's attachments/"),
+    "PARLEY_ATTACHMENT_MAX_BYTES": ("attachment_max_bytes", "largest file an upload may be (default 26214400: "
+                                    "25 MiB); a larger body is refused with 413 as soon as it is seen"),
+    "PARLEY_ATTACHMENT_MESSAGE_MAX_BYTES": ("attachment_message_max_bytes", "largest total of the files one "
+                                            "message carries (default 52428800: 50 MiB)"),
+    "PARLEY_ATTACHMENT_LINK_SECONDS": ("attachment_link_seconds", "how long the signed links to attachments' "
+                                       "bytes that a read hands out stay valid (default 3600, at least 60; "
+                                       "rounded up to 10 minutes; a webhook's last 7 days)"),
 }
 
 

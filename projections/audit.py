@@ -124,6 +124,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    ev.AttachmentUploaded, ev.AttachmentRemoved,  # files of conversations, like their messages
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

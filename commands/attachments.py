@@ -38,6 +38,7 @@ OFFICE = {".docx": "application/vnd.openxmlformats-officedocument.wordprocessing
           ".odt": "application/vnd.oasis.opendocument.text",
           ".ods": "application/vnd.oasis.opendocument.spreadsheet"}
 ALLOWED = (*IMAGES, "application/pdf", "application/zip", *OFFICE.values(), "text/plain", "text/csv")
+CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7f)) - set("\t\n\r\f")
 SNIFF_BYTES = 512  # what the type is decided on
 MAX_PIXELS = 25_000_000  # refused before decoding: a small file may declare a huge image
 THUMBNAIL_SIZE = (320, 320)  # at most, keeping the proportions
@@ -84,7 +85,8 @@ def safe_name(raw: str | None) -> str:
 
 
 def sniffed_type(head: bytes, name: str) -> str | None:
-    """The allowed type the first bytes show, or None. Text is UTF-8 without NUL that is not markup."""
+    """The allowed type the first bytes show, or None. Text is UTF-8 without control characters (but tabs
+    and line ends) that is not markup."""
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "image/png"
     if head.startswith(b"\xff\xd8\xff"):
@@ -96,12 +98,12 @@ def sniffed_type(head: bytes, name: str) -> str | None:
     suffix = os.path.splitext(name)[1].lower()
     if head.startswith(b"PK\x03\x04"):
         return OFFICE.get(suffix, "application/zip")
-    if not head or b"\x00" in head:
-        return None
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
         return None
+    if not text or any(c in CONTROL for c in text):
+        return None  # binary: an executable's header is no text even where it decodes
     if head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"<"):
         return None  # HTML, SVG, XML: markup a browser would run
     return "text/csv" if suffix == ".csv" else "text/plain"

@@ -4,16 +4,23 @@ path traversal, altered links)."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import socket
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 import psutil
 import pytest
 
+from delivery.attachments import Sweeper
+from events import types as ev
+from events.blobs import LocalBlobs
+from events.store import EventStore
 from tests.support.attachments import GPS_LATITUDE, gps_of, jpeg_with_gps, png_bytes, upload
-from tests.support.visitors import Chatting
+from tests.support.visitors import Chatting, EventStream
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
 
@@ -233,3 +240,41 @@ def test_a_chunked_body_is_refused_as_it_passes_the_limit(server, tenant):
     assert process.memory_info().rss - before < 80 * 1024 * 1024
     staging = server.data_dir / "attachments" / "staging"
     assert not list(staging.glob("upload-*"))  # what was staged of it is gone
+
+
+def test_an_upload_never_attached_is_removed_and_an_attached_one_kept(server, http, tenant):
+    chatting = Chatting(http, tenant)
+    kept_bytes, abandoned_bytes = (f"{what} {uuid.uuid4()}\n".encode() for what in ("kept", "abandoned"))
+    kept = uploaded(http, tenant.operator, "kept.txt", kept_bytes)
+    abandoned = uploaded(http, tenant.operator, "abandoned.txt", abandoned_bytes)
+    url = post_reply(http, tenant, chatting.conversation_id, [kept["_id"]]).json()["attachments"][0]["url"]
+
+    def stored(data: bytes) -> bool:
+        digest = hashlib.sha256(data).hexdigest()
+        return (server.data_dir / "attachments" / "sha256" / digest[:2] / digest).exists()
+    assert stored(kept_bytes) and stored(abandoned_bytes)
+
+    store = EventStore(server.database_url, pool_size=1)
+    try:
+        sweeper = Sweeper(store, server.database_url, LocalBlobs(server.data_dir / "attachments"))
+        assert asyncio.run(sweeper.sweep(datetime.now(timezone.utc))) == 0  # a day has not passed
+        assert asyncio.run(sweeper.sweep(datetime.now(timezone.utc) + timedelta(days=2))) >= 1
+        removed = [r.event for r in store.load(uuid.UUID(abandoned["_id"]))]
+    finally:
+        store.close()
+    assert isinstance(removed[-1], ev.AttachmentRemoved) and removed[-1].reason == "abandoned"
+    assert stored(kept_bytes) and not stored(abandoned_bytes)
+    assert http.get(f"/api/attachments/{abandoned['_id']}", headers=tenant.operator).status_code == 404
+    assert fetch(http, url).status_code == 200
+
+
+def test_the_team_sees_attachments_in_the_realtime_feed(server, http, tenant):
+    chatting = Chatting(http, tenant)
+    with EventStream(server.base_url, "/api/realtime", tenant.operator) as feed:
+        sent = uploaded(http, chatting.headers, "screen.png", png_bytes(), path="/api/chat/attachments")
+        http.post("/api/chat/messages", headers=chatting.headers, json={
+            "conversationId": chatting.conversation_id, "content": "", "attachmentIds": [sent["_id"]]})
+        frame = feed.until(lambda pushed: pushed.event == "message.created")[-1].data
+    [attachment] = frame["attachments"]
+    assert attachment["_id"] == sent["_id"] and attachment["thumbnailUrl"].startswith(server.base_url)
+    assert fetch(http, attachment["thumbnailUrl"]).status_code == 200

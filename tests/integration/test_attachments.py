@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -278,3 +282,30 @@ def test_the_team_sees_attachments_in_the_realtime_feed(server, http, tenant):
     [attachment] = frame["attachments"]
     assert attachment["_id"] == sent["_id"] and attachment["thumbnailUrl"].startswith(server.base_url)
     assert fetch(http, attachment["thumbnailUrl"]).status_code == 200
+
+
+def test_parley_reply_attach_sends_files_the_visitor_downloads(server, http, tenant, tmp_path):
+    chatting = Chatting(http, tenant)
+    home = tmp_path / "home"
+    profile = home / ".config" / "parley" / "profiles" / "default.json"
+    profile.parent.mkdir(parents=True)
+    profile.write_text(json.dumps({"url": server.base_url, "token": tenant.operator_token}))
+    invoice, chart = tmp_path / "invoice.pdf", tmp_path / "chart.png"
+    invoice.write_bytes(PDF)
+    chart.write_bytes(png_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+
+    def parley(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "parley.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    sent = parley("reply", chatting.conversation_id, "--attach", str(invoice), "--attach", str(chart), "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert [a["name"] for a in json.loads(sent.stdout)["attachments"]] == ["invoice.pdf", "chart.png"]
+    [message] = http.get("/api/chat/messages", headers=chatting.headers,
+                         params={"conversationId": chatting.conversation_id}).json()
+    assert fetch(http, message["attachments"][0]["url"]).content == PDF
+    assert "[file: invoice.pdf" in parley("conversation", chatting.conversation_id).stdout
+    refused = parley("reply", chatting.conversation_id, "--attach", str(tmp_path / "missing.pdf"))
+    assert refused.returncode == 1 and "cannot read" in refused.stderr

@@ -75,7 +75,7 @@ async def post_message(store: EventStore, principal: Principal,
     message_id = new_id()
     attachments = (await attachments_to_post(store, principal, attachment_ids, attachments_max_bytes)
                    if attachment_ids else ())
-    if not content.strip() and not attachments:
+    if not content and not attachments:
         raise Invalid("a message needs content or at least one attachment", "content")
 
     async def target() -> tuple[ev.ConversationCreated, ev.Event | None]:

@@ -259,14 +259,21 @@ class Runtime:
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
         self.sealer = secrets_sealer(settings)
         self.blobs = blob_store(settings.storage_url, settings.data_dir)
-        # the links' base: the public URL, else where this process's API listens (or would, for a worker)
-        configure_file_links(settings, lambda: settings.public_url or (
-            self.services.base_url if self.services and self.services.base_url
-            else f"http://{settings.host}:{settings.port}"))
+        configure_file_links(settings, self.links_base)
         self.tasks: list[asyncio.Task] = []
         self.pool: RecoveringPool | None = None
         self.services = None
         self.on_stop_serving: list[Callable[[], None]] = []
+
+    def links_base(self) -> str:
+        """The base of attachment links: the public URL, else where this process's API listens, else (a
+        workers process) where the API on the same data directory said it listens, else the settings'."""
+        if self.settings.public_url:
+            return self.settings.public_url
+        if self.services and self.services.base_url:
+            return self.services.base_url
+        running = running_server(self.settings.data_dir)
+        return (running or {}).get("base_url") or f"http://{self.settings.host}:{self.settings.port}"
 
     @property
     def search_with_api(self) -> bool:

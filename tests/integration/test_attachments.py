@@ -24,6 +24,8 @@ from events import types as ev
 from events.blobs import LocalBlobs
 from events.store import EventStore
 from tests.support.attachments import GPS_LATITUDE, gps_of, jpeg_with_gps, png_bytes, upload
+from tests.support.receivers import Receiver
+from tests.support.servers import make_server, make_tenant
 from tests.support.visitors import Chatting, EventStream
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
@@ -309,3 +311,29 @@ def test_parley_reply_attach_sends_files_the_visitor_downloads(server, http, ten
     assert "[file: invoice.pdf" in parley("conversation", chatting.conversation_id).stdout
     refused = parley("reply", chatting.conversation_id, "--attach", str(tmp_path / "missing.pdf"))
     assert refused.returncode == 1 and "cannot read" in refused.stderr
+
+
+@pytest.fixture(scope="module")
+def hooks_server(infra, tmp_path_factory):
+    running = make_server(infra, tmp_path_factory.mktemp("attachment-hooks"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()
+    yield running
+    running.stop()
+
+
+def test_a_webhook_carries_the_attachments_with_links_that_download(hooks_server):
+    tenant = make_tenant(hooks_server)
+    with hooks_server.client() as http, Receiver() as receiver:
+        subscribed = http.post("/api/webhooksubscriptions", headers=tenant.operator, json={
+            "websiteId": str(tenant.website_id), "url": receiver.url, "events": ["message.created"]})
+        assert subscribed.status_code == 200, subscribed.text
+        chatting = Chatting(http, tenant)
+        sent = uploaded(http, chatting.headers, "receipt.pdf", PDF, path="/api/chat/attachments")
+        said = http.post("/api/chat/messages", headers=chatting.headers, json={
+            "conversationId": chatting.conversation_id, "content": "my receipt", "attachmentIds": [sent["_id"]]})
+        assert said.status_code == 200, said.text
+        [delivered] = receiver.wait_for(1)
+        [attachment] = json.loads(delivered.body)["data"]["attachments"]
+        assert (attachment["name"], attachment["contentType"], attachment["size"]) == ("receipt.pdf",
+                                                                                          "application/pdf", len(PDF))
+        # the workers process made the link: it names where the API listens
+        assert fetch(http, attachment["url"]).content == PDF

@@ -203,17 +203,21 @@ def file_digest(path: Path) -> str:
 
 async def store_file(blobs: BlobStore, staged: Staged, content_type: str,
                      staging: Path) -> tuple[str, int, str | None]:
-    """(key, size, thumbnail key) of the staged upload, put in the store (an image re-encoded first)."""
+    """(key, size, thumbnail key) of the staged upload, put in the store (an image re-encoded first). No
+    staged file outlives it, whatever fails."""
     digest = staged.close()
-    if content_type not in IMAGES:
-        return await blobs.put(staged.path, digest), staged.size, None
+    made: list[Path] = [staged.path]
     try:
+        if content_type not in IMAGES:
+            return await blobs.put(staged.path, digest), staged.size, None
         full, thumb = await asyncio.to_thread(reencoded, staged.path, content_type, staging)
+        made += [full, thumb]
+        size = full.stat().st_size
+        thumbnail = await blobs.put(thumb, await asyncio.to_thread(file_digest, thumb))
+        return await blobs.put(full, await asyncio.to_thread(file_digest, full)), size, thumbnail
     finally:
-        staged.path.unlink(missing_ok=True)
-    size = full.stat().st_size
-    thumbnail = await blobs.put(thumb, await asyncio.to_thread(file_digest, thumb))
-    return await blobs.put(full, await asyncio.to_thread(file_digest, full)), size, thumbnail
+        for path in made:
+            path.unlink(missing_ok=True)
 
 
 async def upload(store: EventStore, blobs: BlobStore, settings: AttachmentSettings, principal: Principal,

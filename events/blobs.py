@@ -38,7 +38,7 @@ class LocalBlobs:
     def __init__(self, root: Path):
         self.root = root
 
-    def _path(self, key: str) -> Path:
+    def path_of(self, key: str) -> Path:
         kind, _, digest = key.partition("/")
         if kind != "sha256" or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
             raise ValueError(f"not a key of this store: {key!r}")
@@ -46,14 +46,14 @@ class LocalBlobs:
 
     async def put(self, staged: Path, digest: str) -> str:
         key = key_of(digest)
-        target = self._path(key)
+        target = self.path_of(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staged, target)  # atomic: a reader sees the whole file or none (same bytes if it was there)
         return key
 
     async def read(self, key: str) -> AsyncIterator[bytes] | None:
         try:
-            handle = open(self._path(key), "rb")
+            handle = open(self.path_of(key), "rb")
         except FileNotFoundError:
             return None
 
@@ -64,7 +64,7 @@ class LocalBlobs:
         return chunks()
 
     async def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        self.path_of(key).unlink(missing_ok=True)
 
 
 class ObjectBlobs:
@@ -85,8 +85,8 @@ class ObjectBlobs:
         import obstore
 
         key = key_of(digest)
-        # a multipart upload from the file, a part at a time: the file is never read whole into memory
-        await obstore.put_async(self.store, key, staged, chunk_size=8 * 1024 * 1024, max_concurrency=4)
+        # a multipart upload from the file, two parts (of S3's least size) at a time: never the whole file in memory
+        await obstore.put_async(self.store, key, staged, chunk_size=5 * 1024 * 1024, max_concurrency=2)
         staged.unlink(missing_ok=True)
         return key
 

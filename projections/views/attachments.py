@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal
 
 import msgspec
@@ -90,23 +89,6 @@ def attachment_views(refs: Iterable[ev.AttachmentRef], seconds: int | None = Non
 def stored_views(stored: list[dict[str, Any]] | None) -> list[AttachmentView]:
     """From a read model's `attachments` column: the event's AttachmentRefs as they were stored."""
     return attachment_views(msgspec.convert(stored or [], list[ev.AttachmentRef]))
-
-
-@dataclass(frozen=True)
-class StoredFile:
-    org_id: uuid.UUID
-    name: str
-    content_type: str
-    blob: str
-    thumbnail: str | None
-
-
-FILE_SELECT = "SELECT org_id, name, content_type, blob, thumbnail FROM rm_attachments"
-
-
-async def stored_file(conn: psycopg.AsyncConnection, attachment_id: uuid.UUID) -> StoredFile | None:
-    row = await (await conn.execute(f"{FILE_SELECT} WHERE id = %s", (attachment_id,))).fetchone()
-    return StoredFile(*row) if row else None
 
 
 async def organization_attachment(conn: psycopg.AsyncConnection, org_id: uuid.UUID,

@@ -17,8 +17,9 @@ from commands.admin import Created
 from commands.errors import NotFound
 from commands.principal import Principal
 from events.ids import parse_id
+from events import types as ev
 from projections.views.attachments import (LINKS, AttachmentView, UploadedAttachment, organization_attachment,
-                                           stored_file, visitor_attachment)
+                                           visitor_attachment)
 from readapi.auth import PUBLIC, VISITOR, Auth, Authenticated
 from readapi.openapi import file_upload, query, describe
 from readapi.services import caught_up, json_response, services
@@ -125,11 +126,14 @@ async def attachment_bytes(request: Request, attachment_id: FromPath[str], varia
             parsed, variant, request.query_params.get("expires"), request.query_params.get("signature")):
         raise NotFound("no such file, or its link has expired: read the message again for a fresh link")
     svc = services(request)
-    async with svc.pool.connection() as conn:
-        stored = await stored_file(conn, parsed)
-    key = stored and (stored.blob if variant == "content" else stored.thumbnail)
+    # from the upload's event (a cached read), not a read model: the link may be followed the moment the
+    # message is posted, before any projection has the upload
+    first = await svc.store.first_async(parsed)
+    stored = first.event if first is not None else None
+    key = (stored.blob if variant == "content" else stored.thumbnail) \
+        if isinstance(stored, ev.AttachmentUploaded) else None
     chunks = await svc.blobs.read(key) if key else None
-    if stored is None or chunks is None:
+    if chunks is None:
         raise NotFound("the file was removed")
     if variant == "thumbnail":
         media_type, kind = attachments.THUMBNAIL_TYPE, "inline"

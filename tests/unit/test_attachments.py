@@ -7,12 +7,13 @@ import asyncio
 import time
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 
 import msgspec
 import pytest
+from PIL import Image
 
-from commands.attachments import AttachmentSettings, UnsupportedType, TooLarge, safe_name, sniffed_type, stage
+from commands.attachments import (AttachmentSettings, TooLarge, UnsupportedType, safe_name, sniffed_type, stage,
+                                  store_file)
 from commands.errors import Invalid
 from events import types as ev
 from events.blobs import LocalBlobs
@@ -173,3 +174,29 @@ def test_history_carries_an_uploads_metadata_never_where_its_bytes_are():
     assert "blob" not in shown and "thumbnail" not in shown and shown["name"] == "a.pdf"
     message = msgspec.to_builtins(public_of(message_with_attachment()))
     assert message["attachments"][0]["name"] == "a.png" and "url" not in str(message)
+
+
+def test_an_image_that_cannot_be_read_is_refused_and_leaves_nothing_staged(tmp_path):
+    settings = AttachmentSettings(10_000, 10_000, tmp_path / "staging")
+    blobs = LocalBlobs(tmp_path / "store")
+
+    async def run():
+        staged, content_type = await stage(chunks_of(b"\x89PNG\r\n\x1a\n" + b"garbage" * 100, 64), settings, "x.png")
+        return await store_file(blobs, staged, content_type, settings.staging)
+    with pytest.raises(Invalid):
+        asyncio.run(run())
+    assert not list(settings.staging.iterdir()) and not (tmp_path / "store").exists()
+
+
+def test_an_image_is_kept_re_encoded_with_its_thumbnail(tmp_path):
+    settings = AttachmentSettings(10_000_000, 10_000_000, tmp_path / "staging")
+    blobs = LocalBlobs(tmp_path / "store")
+
+    async def run():
+        staged, content_type = await stage(chunks_of(png_bytes((800, 600)), 4096), settings, "x.png")
+        return await store_file(blobs, staged, content_type, settings.staging)
+    key, size, thumbnail = asyncio.run(run())
+    assert key.startswith("sha256/") and thumbnail.startswith("sha256/") and size > 0
+    with Image.open(blobs.path_of(thumbnail)) as thumb:
+        assert thumb.format == "WEBP" and max(thumb.size) == 320
+    assert not list(settings.staging.iterdir())

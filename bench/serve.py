@@ -44,6 +44,7 @@ class Served:
     database_url: str  # the benchmark's own database
     server: subprocess.Popen
     embedded: list = field(default_factory=list)  # the PostgreSQL and NATS started here (none when external)
+    data_dir: Path | None = None  # the server's
 
 
 @contextlib.contextmanager
@@ -67,7 +68,7 @@ def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
            "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING", **settings}
     server, base_url = start_serve(tmp, env)
     try:
-        yield Served(base_url, database_url, server, embedded)
+        yield Served(base_url, database_url, server, embedded, tmp)
     finally:
         server.terminate()
         server.wait(30)

@@ -19,7 +19,7 @@ from commands.deciders.conversation import (MAX_METADATA_KEYS, Conversation, dec
 from commands.deciders.customer import decide_hold_metadata, decide_start_conversation, decide_update, fold_customer
 from commands.deciders.website import website_state
 from commands.errors import Invalid, NotFound
-from commands.messages import MAX_CONTENT, post_message as post_message_as
+from commands.messages import MAX_CONTENT, AttachmentIds, post_message as post_message_as
 from commands.principal import Principal
 from commands.streams import created_of, execute, load, load_created_async, now
 from events import types as ev
@@ -41,8 +41,9 @@ class SessionStart(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
 
 class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     conversation_id: str
-    content: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT)]
+    content: Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
     reply_to_message_id: str | None = None
+    attachment_ids: AttachmentIds = []  # the visitor's own uploads (`POST /api/chat/attachments`)
 
 
 class ProfileUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -166,7 +167,8 @@ def set_context(store: EventStore, principal: Principal, body: ContextUpdate) ->
     return Created(context_id, position)
 
 
-async def post_message(store: EventStore, principal: Principal, body: VisitorMessage) -> Created:
+async def post_message(store: EventStore, principal: Principal, body: VisitorMessage, *,
+                       attachments_max_bytes: int = 0) -> Created:
     conversation_id = parse_id(body.conversation_id)
 
     async def conversation() -> ev.ConversationCreated:
@@ -174,7 +176,8 @@ async def post_message(store: EventStore, principal: Principal, body: VisitorMes
             store, conversation_id, ev.ConversationCreated, principal.org_id, "conversation"))
 
     return await post_message_as(store, principal, conversation, content=body.content, sender="customer",
-                                 reply_to=body.reply_to_message_id)
+                                 reply_to=body.reply_to_message_id, attachment_ids=body.attachment_ids,
+                                 attachments_max_bytes=attachments_max_bytes)
 
 
 def update_profile(store: EventStore, principal: Principal, body: ProfileUpdate) -> Created:

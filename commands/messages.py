@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Awaitable, Callable, Literal
+from typing import Annotated, Awaitable, Callable, Literal, Sequence
 
 import msgspec
 
 from commands.admin import Created
+from commands.attachments import attachments_to_post
 from commands.deciders.conversation import check_pinned_website
 from commands.deciders.read_state import ReadState, fold_read_state, read_state_stream
 from commands.deciders.read_state import decide_read as decide_read_up_to
 from commands.deciders.message import Message, check_may_post, decide_post, decide_read, fold_message
+from commands.errors import Invalid
 from commands.principal import Principal
 from commands.streams import Entity, execute, execute_async, load, load_created_async, now
 from events import types as ev
@@ -19,14 +21,17 @@ from events.store import EventStore
 from events.ids import new_id, parse_id
 
 MAX_CONTENT = 20_000
+# what `attachmentIds` may name: uploads (`POST /api/attachments`); `content` may then be empty
+AttachmentIds = Annotated[list[str], msgspec.Meta(max_length=100)]
 
 
-class MessageCreate(msgspec.Struct, forbid_unknown_fields=True, rename={"sender": "from", "conversation_id": "conversationId", "reply_to_message_id": "replyToMessageId"}):
+class MessageCreate(msgspec.Struct, forbid_unknown_fields=True, rename={"sender": "from", "conversation_id": "conversationId", "reply_to_message_id": "replyToMessageId", "attachment_ids": "attachmentIds"}):
     conversation_id: str
-    content: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT)]
+    content: Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
     sender: Literal["operator", "customer"]
     reply_to_message_id: str | None = None
     internal: bool = False
+    attachment_ids: AttachmentIds = []
 
 
 def load_conversation(store: EventStore, principal: Principal,
@@ -62,29 +67,38 @@ async def quoted_event(store: EventStore, reply_to: str | None) -> ev.Event | No
 
 async def post_message(store: EventStore, principal: Principal,
                        conversation: Callable[[], Awaitable[ev.ConversationCreated]], *, content: str, sender: str,
-                       reply_to: str | None = None, internal: bool = False) -> Created:
+                       reply_to: str | None = None, internal: bool = False, attachment_ids: Sequence[str] = (),
+                       attachments_max_bytes: int = 0) -> Created:
     """Runs on the event loop: posting messages is the hot write path, and a worker thread per post would
     queue behind the interpreter lock of a busy API process. `conversation` reads the conversation the
     principal posts to (a cached read). The principal may be one the API kept from an earlier request:
-    the append raises `CredentialsChanged` if its credential may have been revoked since."""
+    the append raises `CredentialsChanged` if its credential may have been revoked since. The uploads
+    `attachment_ids` names go with it, together at most `attachments_max_bytes`."""
     message_id = new_id()
+    attachments = (await attachments_to_post(store, principal, attachment_ids, attachments_max_bytes)
+                   if attachment_ids else ())
+    if not content and not attachments:
+        raise Invalid("a message needs content or at least one attachment", "content")
 
     async def target() -> tuple[ev.ConversationCreated, ev.Event | None]:
         return await conversation(), await quoted_event(store, reply_to)
 
     appended = await execute_async(store, target, lambda state: decide_post(
-        principal, *state, message_id=message_id, content=content, sender=sender, internal=internal, at=now()),
+        principal, *state, message_id=message_id, content=content, sender=sender, internal=internal, at=now(),
+        attachments=attachments),
         credential_generation=principal.generation)
     return Created(message_id, appended.position, appended.pending[0].event)
 
 
-async def create_message(store: EventStore, principal: Principal, body: MessageCreate) -> Created:
-    """`POST /api/messages`, and the MCP server's operator reply."""
+async def create_message(store: EventStore, principal: Principal, body: MessageCreate, *,
+                         attachments_max_bytes: int = 0) -> Created:
+    """`POST /api/messages`, and the MCP server's operator reply (which names no attachments)."""
     check_may_post(principal, body.internal)
     conversation_id = parse_id(body.conversation_id)
     return await post_message(store, principal, lambda: conversation_created_async(store, principal, conversation_id),
                               content=body.content, sender=body.sender, reply_to=body.reply_to_message_id,
-                              internal=body.internal)
+                              internal=body.internal, attachment_ids=body.attachment_ids,
+                              attachments_max_bytes=attachments_max_bytes)
 
 
 def mark_read(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Created:

@@ -261,8 +261,19 @@ class ConversationUpdated(Event, frozen=True):
     handoff: bool = False  # the agent, or its failed run, handed the conversation to the team
 
 
+class AttachmentRef(msgspec.Struct, frozen=True):
+    """A file as a message carries it: what any reader of the message may know of it (never where it is
+    stored, which only its upload's event says)."""
+
+    attachment_id: uuid.UUID
+    name: str
+    content_type: str
+    size: int
+    image: bool  # an image, with a thumbnail
+
+
 @public("message_id", "conversation_id", "website_id", "content", "sender", "reply_to", "internal", "operator_id",
-        "campaign_id", "author", "incomplete", "agent_run_id")
+        "campaign_id", "author", "incomplete", "agent_run_id", "attachments")
 class MessageCreated(Event, frozen=True):
     message_id: uuid.UUID
     conversation_id: uuid.UUID
@@ -277,6 +288,32 @@ class MessageCreated(Event, frozen=True):
     author: str | None = None
     incomplete: bool = False  # the agent's answer was cut short (an error, a time-out): what was streamed
     agent_run_id: uuid.UUID | None = None  # the agent run that wrote it
+    attachments: tuple[AttachmentRef, ...] = ()  # files uploaded before (AttachmentUploaded), in order
+
+
+@public("attachment_id", "name", "content_type", "size", "website_id", "customer_id", "operator_id")
+class AttachmentUploaded(Event, frozen=True):
+    """A file stored for a message to come: its bytes (an image's re-encoded, without metadata) under
+    `blob`, an image's thumbnail under `thumbnail`, both keys of the attachment store. Uploaded by a
+    visitor (`customer_id`, `website_id`) or by the team (`operator_id`, None for an API key)."""
+
+    attachment_id: uuid.UUID
+    name: str
+    content_type: str
+    size: int
+    blob: str
+    thumbnail: str | None = None
+    website_id: uuid.UUID | None = None
+    customer_id: uuid.UUID | None = None
+    operator_id: uuid.UUID | None = None
+
+
+@public("attachment_id", "reason")
+class AttachmentRemoved(Event, frozen=True):
+    """The file's bytes were deleted: `abandoned` (never attached within a day of its upload)."""
+
+    attachment_id: uuid.UUID
+    reason: str
 
 
 @public("message_id", "conversation_id", "actor")
@@ -891,6 +928,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ConversationMetadataSet,
     MessageCreated,
     MessageRead,
+    AttachmentUploaded,
+    AttachmentRemoved,
     ChatSessionStarted,
     CustomerMetadataSet,
     MetadataPending,

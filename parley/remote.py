@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import uuid
 from collections import Counter
@@ -138,15 +139,29 @@ def cmd_conversation(args: argparse.Namespace) -> None:
     print(f"Conversation {conversation['_id']} ({state}), {visitor} (customer {conversation['customerId']})")
     for message in messages:
         kind = "note" if message["internal"] else message["from"]
-        print(f"[{message['creationTime']}] {kind}: {message['content']}")
+        files = "".join(f" [file: {a['name']}, {a['size']} bytes]" for a in message.get("attachments", []))
+        print(f"[{message['creationTime']}] {kind}: {message['content']}{files}")
+
+
+def _upload(api: Api, path: str) -> str:
+    """The attachment id of a file uploaded as it is read (never read whole into memory)."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        return api.call("POST", "/api/attachments", files={"file": (os.path.basename(path), handle)})["_id"]
 
 
 def _post_message(args: argparse.Namespace, internal: bool) -> None:
     api = _api(args)
-    text = read_text(args.text)
+    files = args.attach or []
+    text = read_text(args.text) if args.text is not None or not files else ""
     conversation_id = _conversation_id(api, args.id)
+    attachment_ids = [_upload(api, path) for path in files]
     message = api.call("POST", "/api/messages", json={
-        "conversationId": conversation_id, "content": text, "from": "operator", "internal": internal})
+        "conversationId": conversation_id, "content": text, "from": "operator", "internal": internal,
+        "attachmentIds": attachment_ids})
     if not internal:
         try:
             _mark_read(api, conversation_id)
@@ -299,7 +314,9 @@ def add_commands(commands, events, docs) -> None:
                              ("note", cmd_note, "add a note only operators see")):
         command = _command(commands, name, func, what, f"echo 'Thanks!' | parley {name} CONVERSATION_ID -")
         command.add_argument("id")
-        command.add_argument("text", help="the text, or - to read it from stdin")
+        command.add_argument("text", nargs="?", help="the text, or - to read it from stdin (optional with --attach)")
+        command.add_argument("--attach", action="append", metavar="FILE",
+                             help="a file to send with it (again for several)")
     for name, func, what in (("resolve", cmd_resolve, "mark a conversation resolved"),
                              ("reopen", cmd_reopen, "open a resolved conversation again")):
         _command(commands, name, func, what, f"parley {name} CONVERSATION_ID").add_argument("id")

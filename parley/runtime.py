@@ -8,6 +8,7 @@ projections and the API for a role (`api`, `workers` or `all`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -19,16 +20,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+from commands.attachments import AttachmentSettings
 from delivery.agent import AgentSettings, Worker as AgentWorker
+from delivery.attachments import Sweeper
 from delivery.campaigns import Sender
 from delivery.mail import Mailer, MailSettings
 from delivery.mail_inbound import InboundSettings, start_listener
 from delivery.webhooks import Dispatcher, WebhookSettings
+from events.blobs import blob_store
 from events.sealing import Sealer, check_key
 from events.store import EventStore, RecoveringPool
 from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, private_secret, write_private
 from parley.settings import Settings, narrowed
+from projections.attachments import AttachmentsProjection
 from projections.audit import AuditProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
@@ -44,6 +49,7 @@ from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
 from projections.sso import SsoProjection
+from projections.views.attachments import LINKS
 
 log = logging.getLogger("parley")
 
@@ -76,6 +82,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     # after core: it reads the operators and customers core keeps, in the same transaction
     "mail": lambda settings: MailProjection(settings.notify_digest_seconds, enabled=bool(settings.smtp_url)),
     "search": lambda settings: SearchProjection(search_config(settings)),
+    "attachments": lambda settings: AttachmentsProjection(),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
 # others; every other read model shares one stream consumer and one transaction per batch.
@@ -96,6 +103,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
                                    r.sealer),
     "mail": lambda r: Mailer(r.database_url, mail_settings(r.settings), r.sealer, r.settings.notify_digest_seconds,
                              r.settings.leader_lease_seconds) if r.settings.smtp_url else None,
+    "attachments": lambda r: Sweeper(r.store, r.database_url, r.blobs),
 }
 
 
@@ -115,13 +123,28 @@ def private_folder(path: Path) -> None:
     path.chmod(0o700)
 
 
-def secrets_sealer(settings: Settings) -> Sealer:
-    """What seals the secrets stored in the database: PARLEY_SECRETS_KEY, else the data directory's
-    `secrets.key` (0600), made on the first start."""
+def secrets_key(settings: Settings) -> str:
+    """PARLEY_SECRETS_KEY, else the data directory's `secrets.key` (0600), made on the first start."""
     if settings.secrets_key:
-        return Sealer(settings.secrets_key)
+        return settings.secrets_key
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return Sealer(private_secret(settings.data_dir / "secrets.key"))
+    return private_secret(settings.data_dir / "secrets.key")
+
+
+def secrets_sealer(settings: Settings) -> Sealer:
+    """What seals the secrets stored in the database."""
+    return Sealer(secrets_key(settings))
+
+
+def attachment_settings(settings: Settings) -> AttachmentSettings:
+    return narrowed(settings, AttachmentSettings, staging=settings.data_dir / "attachments" / "staging")
+
+
+def configure_file_links(settings: Settings, base_url: Callable[[], str]) -> None:
+    """The process's signer of attachment links, under a key derived from the secrets key (every process of
+    a deployment shares it, so a link one made, another serves)."""
+    key = hashlib.sha256(b"parley attachment links\0" + secrets_key(settings).encode()).digest()
+    LINKS.configure(key, base_url, settings.attachment_link_seconds)
 
 
 def server_file(data_dir: Path) -> Path:
@@ -249,10 +272,22 @@ class Runtime:
                                 wait_seconds=settings.database_wait_seconds)
         self.projections = {name: make(settings) for name, make in PROJECTIONS.items()}
         self.sealer = secrets_sealer(settings)
+        self.blobs = blob_store(settings.storage_url, settings.data_dir)
+        configure_file_links(settings, self.links_base)
         self.tasks: list[asyncio.Task] = []
         self.pool: RecoveringPool | None = None
         self.services = None
         self.on_stop_serving: list[Callable[[], None]] = []
+
+    def links_base(self) -> str:
+        """The base of attachment links: the public URL, else where this process's API listens, else (a
+        workers process) where the API on the same data directory said it listens, else the settings'."""
+        if self.settings.public_url:
+            return self.settings.public_url
+        if self.services and self.services.base_url:
+            return self.services.base_url
+        running = running_server(self.settings.data_dir)
+        return (running or {}).get("base_url") or f"http://{self.settings.host}:{self.settings.port}"
 
     @property
     def search_with_api(self) -> bool:
@@ -304,8 +339,8 @@ class Runtime:
         api_settings = narrowed(self.settings, ApiSettings, search=search_config(self.settings))
         realtime, tasks = await start_realtime(self.store, self.pool, self.nats_url, self.settings.nats_stream,
                                                self.settings.presence_ttl_seconds)
-        self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.nats_url,
-                                 realtime.hub, realtime.presence)
+        self.services = Services(api_settings, self.store, self.pool, watch, self.sealer, self.blobs,
+                                 attachment_settings(self.settings), self.nats_url, realtime.hub, realtime.presence)
         async with self.pool.connection() as conn:
             if not await any_operator(conn):
                 self.services.setup_code = secrets.token_urlsafe(12)

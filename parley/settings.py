@@ -69,6 +69,10 @@ class Settings(msgspec.Struct, kw_only=True):
     notify_digest_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
     smtp_inbound: str = ""
     mail_inbound_secret: str = ""
+    storage_url: str = ""
+    attachment_max_bytes: Annotated[int, msgspec.Meta(ge=1)] = 26_214_400
+    attachment_message_max_bytes: Annotated[int, msgspec.Meta(ge=1)] = 52_428_800
+    attachment_link_seconds: Annotated[int, msgspec.Meta(ge=60)] = 3600
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -171,6 +175,17 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                             "e-mail (default: off)"),
     "PARLEY_MAIL_INBOUND_SECRET": ("mail_inbound_secret", "the bearer secret of POST /api/mail/inbound, where a mail "
                                    "provider posts inbound mail; unset: the route answers 503"),
+    "PARLEY_STORAGE_URL": ("storage_url", "where attachments' bytes are kept: an S3-compatible object store, "
+                           "s3://BUCKET[/PREFIX]?endpoint=URL&region=REGION (credentials as access_key_id and "
+                           "secret_access_key in the query or the AWS_* variables), which several API processes "
+                           "share; unset: content-addressed files under the data directory's attachments/"),
+    "PARLEY_ATTACHMENT_MAX_BYTES": ("attachment_max_bytes", "largest file an upload may be (default 26214400: "
+                                    "25 MiB); a larger body is refused with 413 as soon as it is seen"),
+    "PARLEY_ATTACHMENT_MESSAGE_MAX_BYTES": ("attachment_message_max_bytes", "largest total of the files one "
+                                            "message carries (default 52428800: 50 MiB)"),
+    "PARLEY_ATTACHMENT_LINK_SECONDS": ("attachment_link_seconds", "how long the signed links to attachments' "
+                                       "bytes that a read hands out stay valid (default 3600, at least 60; "
+                                       "rounded up to 10 minutes; a webhook's last 7 days)"),
 }
 
 

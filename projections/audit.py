@@ -137,6 +137,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.OperatorAvailabilityChanged,  # an operator's own online/away/offline: their day, not a setting
     ev.MailUnsubscribed,  # a recipient's own choice, from an e-mail's link: no staff's change
     ev.LinkMailRequested,  # the invitation or reset it mails is `invitation.created` or `password_reset.issued`
+    ev.AttachmentUploaded, ev.AttachmentRemoved,  # files of conversations, like their messages
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS rm_messages (
     content text NOT NULL, sender text NOT NULL, reply_to uuid, internal boolean NOT NULL DEFAULT false,
     operator_id uuid, creation_time timestamptz NOT NULL, rating text, rating_time timestamptz,
     reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz, campaign_id uuid,
-    author text, incomplete boolean NOT NULL DEFAULT false);
+    author text, incomplete boolean NOT NULL DEFAULT false, attachments jsonb NOT NULL DEFAULT '[]');
 -- A table made by an earlier version lacks the columns; checked first, since ALTER TABLE locks the table even
 -- when the column is there.
 DO $$ BEGIN
@@ -104,6 +104,10 @@ DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'rm_messages' AND column_name = 'author') THEN
         ALTER TABLE rm_messages ADD COLUMN author text, ADD COLUMN incomplete boolean NOT NULL DEFAULT false;
+    END IF;
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_messages' AND column_name = 'attachments') THEN
+        ALTER TABLE rm_messages ADD COLUMN attachments jsonb NOT NULL DEFAULT '[]';
     END IF;
     IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'rm_conversations' AND column_name = 'agent_paused') THEN
@@ -373,11 +377,11 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
     await conn.execute(
         "WITH m AS (SELECT * FROM json_to_recordset(%s::json) AS m(message_id uuid, org_id uuid, website_id uuid, "
         "conversation_id uuid, content text, sender text, reply_to uuid, internal boolean, operator_id uuid, "
-        "at timestamptz, campaign_id uuid, author text, incomplete boolean)), "
+        "at timestamptz, campaign_id uuid, author text, incomplete boolean, attachments jsonb)), "
         "inserted AS (INSERT INTO rm_messages (id, org_id, website_id, conversation_id, content, sender, reply_to, "
-        "internal, operator_id, creation_time, campaign_id, author, incomplete) SELECT message_id, org_id, "
-        "website_id, conversation_id, content, sender, reply_to, internal, operator_id, at, campaign_id, author, "
-        "incomplete FROM m ON CONFLICT DO NOTHING) "
+        "internal, operator_id, creation_time, campaign_id, author, incomplete, attachments) SELECT message_id, "
+        "org_id, website_id, conversation_id, content, sender, reply_to, internal, operator_id, at, campaign_id, "
+        "author, incomplete, COALESCE(attachments, '[]') FROM m ON CONFLICT DO NOTHING) "
         "UPDATE rm_conversations AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at), "
         f"agent_paused = c.agent_paused OR run.team_replied, {workflow.WAKE_ON_VISITOR} "
         f"FROM (SELECT conversation_id, max(at) AS at, {workflow.VISITOR_WROTE}, "

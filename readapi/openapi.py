@@ -32,7 +32,8 @@ read-your-writes waits):
   before anything else (their profile, the enrolment, sign-out); every other route refuses them with 403.
 - `body`: the Struct (or `list[Struct]`) the handler receives as `payload`; `body_required=False` when
   an empty body is accepted too (`payload` is then None). `example` is an example body. A file sent as
-  the body itself (not JSON) is `RawBody(media_types, description)`; its handler reads it from `request`.
+  the body itself (not JSON) is `RawBody(media_types, description)`, a multipart upload of one `file` part
+  `file_upload(description)`; the handler reads either from `request`.
 - `answer`: the success body's type (a Struct, `list[Struct]`, a dict type ...); `None` for no body.
   `status` overrides the route decorator's status code (e.g. a DELETE that answers 204);
   `media_type` "text/event-stream" for Server-Sent Events or another stream, `answer` then a text saying
@@ -87,6 +88,14 @@ class RawBody:
 
     media_types: tuple[str, ...]
     description: str
+
+
+MULTIPART = "multipart/form-data"
+
+
+def file_upload(description: str) -> RawBody:
+    """A `multipart/form-data` request body whose `file` part is a file, streamed by its handler."""
+    return RawBody((MULTIPART,), description)
 
 
 @dataclass(frozen=True)
@@ -213,6 +222,7 @@ ERROR_DESCRIPTIONS = {
 # The document's top-level tags: every tag an operation uses, described here (a test fails for one that is not).
 TAGS = {
     "apikeys": "API keys: HTTP Basic credentials for integrations, with scopes, an optional website and rate.",
+    "attachments": "Files on messages: uploads, and their bytes behind signed, expiring links.",
     "audit": "The organization's audit log: who changed what, when.",
     "batch": "Several collection reads in one request.",
     "campaigns": "Proactive messages sent to an audience of customers.",
@@ -415,7 +425,11 @@ def _operation(path: str, method: str, handler: HTTPRouteHandler, op: Operation,
         operation["x-parley-role"] = op.auth.role
     if deprecation:
         operation["deprecated"] = True
-    if isinstance(op.body, RawBody):
+    if isinstance(op.body, RawBody) and op.body.media_types == (MULTIPART,):
+        operation["requestBody"] = {"required": True, "description": op.body.description, "content": {
+            MULTIPART: {"schema": {"type": "object", "required": ["file"], "properties": {
+                "file": {"type": "string", "format": "binary"}}}}}}
+    elif isinstance(op.body, RawBody):
         operation["requestBody"] = {"required": True, "description": op.body.description, "content": {
             media_type: {"schema": {"type": "string", "format": "binary"}} for media_type in op.body.media_types}}
     elif op.body is not None:

@@ -15,9 +15,11 @@ from litestar.exceptions import HTTPException
 from psycopg_pool import AsyncConnectionPool
 
 from commands.admin import Created
+from commands.attachments import AttachmentSettings
 from commands.errors import Invalid
 from commands.principal import Principal
 from commands.streams import now
+from events.blobs import BlobStore
 from events.live import Channel, Held, LiveFrame
 from events.sealing import Sealer
 from projections.search import SearchConfig
@@ -106,6 +108,8 @@ class Services:
     pool: AsyncConnectionPool
     watch: PositionWatch
     sealer: Sealer  # seals the secrets commands store, opens those they check
+    blobs: BlobStore  # attachments' bytes
+    attachments: AttachmentSettings
     nats_url: str = ""
     hub: LiveHub | None = None
     presence: VisitorPresence | None = None

@@ -43,7 +43,8 @@ def check_may_post(principal: Principal, internal: bool) -> None:
 
 
 def decide_post(principal: Principal, conversation: ev.ConversationCreated, quoted: ev.Event | None, *,
-                message_id: uuid.UUID, content: str, sender: str, internal: bool, at: datetime) -> list[Pending]:
+                message_id: uuid.UUID, content: str, sender: str, internal: bool, at: datetime,
+                attachments: tuple[ev.AttachmentRef, ...] = ()) -> list[Pending]:
     """A new message; `quoted` is the first event of the stream it replies to, if it names one. The
     contract's rule: a quote only of an earlier message of the same conversation, else ignored."""
     reply_to = (quoted.message_id if isinstance(quoted, ev.MessageCreated)
@@ -51,7 +52,7 @@ def decide_post(principal: Principal, conversation: ev.ConversationCreated, quot
     return [Pending(message_id, 1, ev.MessageCreated(
         org_id=principal.org_id, at=at, message_id=message_id, conversation_id=conversation.conversation_id,
         website_id=conversation.website_id, content=content, sender=sender, reply_to=reply_to, internal=internal,
-        operator_id=principal.operator_id))]
+        operator_id=principal.operator_id, attachments=attachments))]
 
 
 def decide_read(message: Message, actor: ev.Actor, at: datetime) -> list[Pending]:

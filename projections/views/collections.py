@@ -23,6 +23,7 @@ from commands.apikeys import RatePerMinute
 from commands.principal import Role, Scope
 from commands.websites import BrandColor
 from projections.views.availability import EFFECTIVE, Availability
+from projections.views.attachments import AttachmentView, attachment_views, stored_views
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
@@ -110,6 +111,7 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
+    attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
 
 
 def author_of(created: ev.MessageCreated) -> str:
@@ -121,11 +123,11 @@ def new_message(created: ev.MessageCreated, operator: OperatorIdentity | None = 
     author's identity as the caller looked it up (`identities`)."""
     return Message(created.message_id, created.conversation_id, created.website_id, created.content, created.sender,
                    created.reply_to, created.internal, created.at, None, None, None, None, [], False, created.campaign_id,
-                   author_of(created), created.incomplete, operator)
+                   author_of(created), created.incomplete, operator, attachment_views(created.attachments))
 
 
 def message_of_row(row: tuple) -> Message:
-    return Message(*row[:-2], identity_of_row(row[-2], row[-1]))
+    return Message(*row[:-3], identity_of_row(row[-3], row[-2]), stored_views(row[-1]))
 
 
 FilterKind = Literal["uuid", "str", "bool"]
@@ -178,7 +180,7 @@ MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
            "rating_time, operator_rating, operator_rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
-           f"operator_id, {profile_column('rm_messages.operator_id')}",
+           f"operator_id, {profile_column('rm_messages.operator_id')}, attachments",
     filters={"conversationId": ("conversation_id", "uuid")},
     sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime", from_row=message_of_row,
 )

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from events import types as ev
+from projections.views.attachments import WEBHOOK_LINK_SECONDS, attachment_views
 from projections.views.collections import ConversationRecord, Customer, new_message
 from projections.views.identities import OperatorIdentity
 
@@ -43,6 +44,8 @@ def webhook_event(event: ev.Event, private_conversation: bool,
         name, data = "conversation.created", conversation_data(event)
     elif isinstance(event, ev.MessageCreated) and not event.internal and not private_conversation:
         name, data = "message.created", new_message(event, operator)
+        # the receiver may fetch the files later than a reader would: its links last longer
+        data.attachments = attachment_views(event.attachments, WEBHOOK_LINK_SECONDS)
     else:
         return None
     return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))

@@ -12,6 +12,7 @@ import msgspec
 import psycopg
 
 from events import types as ev
+from projections.views.attachments import AttachmentView, attachment_views, stored_views
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
@@ -47,6 +48,7 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     # the team member who wrote a reply, by display name and avatar (None for the visitor, the AI agent, a
     # campaign, an API key): never the e-mail address
     operator: OperatorIdentity | None
+    attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
 
 
 class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):
@@ -71,11 +73,11 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
                   "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions, m.operator_id, "
-                  f"{profile_column('m.operator_id')} FROM rm_messages m")
+                  f"{profile_column('m.operator_id')}, m.attachments FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
-    return ChatMessage(*row[:-3], visible_reactions(row[-3]), identity_of_row(row[-2], row[-1]))
+    return ChatMessage(*row[:-4], visible_reactions(row[-4]), identity_of_row(row[-3], row[-2]), stored_views(row[-1]))
 
 
 async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
@@ -118,7 +120,7 @@ def chat_conversation_of(e: ev.ConversationCreated) -> ChatConversation:
 def chat_message_of(e: ev.MessageCreated, operator: OperatorIdentity | None = None) -> ChatMessage:
     """The message as the visitor sees it when it is created, with its author as the caller looked it up."""
     return ChatMessage(e.message_id, e.conversation_id, e.content, e.sender, e.reply_to, e.at, None, None,
-                       e.author or e.sender, e.incomplete, [], operator)
+                       e.author or e.sender, e.incomplete, [], operator, attachment_views(e.attachments))
 
 
 async def visitor_profile(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID) -> Profile:

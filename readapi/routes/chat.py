@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import msgspec
 from litestar import Request, Response, get, post, put
@@ -86,7 +87,8 @@ async def list_visitor_conversations(request: Request, principal: Authenticated)
           operation_id="createChatMessage")
 @post("/api/chat/messages", status_code=200)
 async def post_message(request: Request) -> Response:
-    created = await with_principal(request, chat.post_message)
+    created = await with_principal(request, partial(
+        chat.post_message, attachments_max_bytes=services(request).attachments.attachment_message_max_bytes))
     # answered from the event, like POST /api/messages: the hot write path does not wait for the projection
     return json_response(chat_message_of(created.event), created)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from litestar import Request, Response, get, post, put
 from litestar.params import FromPath
 
@@ -141,7 +143,8 @@ async def author_identity(request: Request, message: ev.MessageCreated) -> Opera
           operation_id="createMessage")
 @post("/api/messages", status_code=200)
 async def create_message(request: Request) -> Response:
-    created = await with_principal(request, messages.create_message)
+    created = await with_principal(request, partial(
+        messages.create_message, attachments_max_bytes=services(request).attachments.attachment_message_max_bytes))
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
     # the next read by anyone in the organization still waits for this position.
     return json_response(new_message(created.event, await author_identity(request, created.event)), created)

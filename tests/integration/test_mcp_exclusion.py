@@ -1,6 +1,6 @@
 """What never leaves through the MCP server: a canary planted in every excluded field (the customer's
 e-mail, name, phone and user id, a metadata value, the page context the agent may read, an internal
-note, the visitor's and the operator's message contents, a campaign's content, an API key's secret, the
+note, the visitor's and the operator's message contents, an attachment's name and bytes, a campaign's content, an API key's secret, the
 website's identity secret, the AI agent's bearer secret, greeting and fallback message, a webhook
 subscription's signing secret), and the excluded ids (customer, message, operator), must not appear in one
 byte of any tool result (`content`, `structuredContent`, `_meta`), tool listing or view resource."""
@@ -12,6 +12,7 @@ import uuid
 
 import psycopg
 
+from tests.support.attachments import upload
 from tests.support.mcp_helpers import Consent, mcp_session
 from tests.support.visitors import chat, sign, start_session
 
@@ -39,7 +40,7 @@ def plant_operator_secrets(http, tenant, canaries: dict[str, str]) -> dict[str, 
 def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant):
     canaries = {name: f"CANARY{uuid.uuid4().hex[:12]}{name}" for name in
                 ("email", "nickname", "phone", "userid", "metadata", "readable", "note", "visitor", "reply",
-                 "campaign", "greeting", "fallback")}
+                 "campaign", "greeting", "fallback", "filename", "filebytes")}
     secrets = plant_operator_secrets(http, tenant, canaries)
     email = canaries["email"].lower() + "@example.com"
     visitor = start_session(http, tenant.website_id, userId=canaries["userid"],
@@ -68,6 +69,14 @@ def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant)
         message_ids.append(posted.json()["_id"])
     http.post("/api/messages", headers=tenant.operator, json={
         "conversationId": conversation_id, "content": canaries["visitor"] + " again", "from": "customer"})
+    # an attachment, like a message's body, never leaves through MCP: not its name, bytes, id or link
+    attachment = upload(http, visitor.headers, canaries["filename"] + ".txt", canaries["filebytes"].encode(),
+                        path="/api/chat/attachments")
+    assert attachment.status_code == 201, attachment.text
+    with_file = http.post("/api/chat/messages", headers=visitor.headers, json={
+        "conversationId": conversation_id, "content": "", "attachmentIds": [attachment.json()["_id"]]})
+    assert with_file.status_code == 200, with_file.text
+    message_ids.append(with_file.json()["_id"])
     campaign = http.post("/api/campaigns", headers=tenant.operator, json={
         "websiteId": str(tenant.website_id), "name": "Offer", "content": canaries["campaign"]})
     assert campaign.status_code == 200, campaign.text
@@ -78,7 +87,8 @@ def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant)
     forbidden = {**canaries, "email address": email, "customer id": visitor.customer_id,
                  "operator id": str(operator_id), "identity secret": tenant.identity_secret,
                  "operator token": tenant.operator_token, "api key": api_key_secret.split()[1], **secrets,
-                 **{f"message id {i}": m for i, m in enumerate(message_ids)}}
+                 **{f"message id {i}": m for i, m in enumerate(message_ids)},
+                 "attachment id": attachment.json()["_id"], "attachment link": "/api/attachments/"}
 
     async def everything() -> list[str]:
         website = str(tenant.website_id)
@@ -104,7 +114,7 @@ def test_no_planted_canary_leaves_through_any_tool_or_view(server, http, tenant)
                 outputs.append((await session.read_resource(uri)).model_dump_json(by_alias=True))
             listing = await session.call_tool("list_conversations", {"websiteId": website})
             assert listing.structured_content["conversations"][0]["id"] == conversation_id
-            assert listing.structured_content["conversations"][0]["messageCount"] == 3  # the note is not counted
+            assert listing.structured_content["conversations"][0]["messageCount"] == 4  # the note is not counted
             summary = await session.call_tool("get_website_summary", {"websiteId": website})
             assert summary.structured_content["mentions"] == 1
         return outputs

@@ -66,6 +66,15 @@ export async function saveDownload(path, params, type, name) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** A file sent as the `file` part of a multipart/form-data body (the browser writes its boundary). */
+export async function upload(path, file, name) {
+  const form = new FormData();
+  form.append("file", file, name ?? file.name ?? "file");
+  const response = await fetch(path, {method: "POST", headers: headers(), body: form});
+  if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+  return response.json();
+}
+
 export const get = (path, params) => api("GET", params ? `${path}?${new URLSearchParams(params)}` : path);
 
 /** `totp`: the code of an operator with two-factor sign-in (or a recovery code), once the server asked for it. */

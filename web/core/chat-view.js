@@ -2,6 +2,7 @@
 // (never markup) with the dashboard's own element builder.
 
 import { h } from "../app/dom.js";
+import { attachControl, filesView } from "./attachments.js";
 
 const RATINGS = [["unhappy", "\u{1F641}"], ["neutral", "\u{1F610}"], ["happy", "\u{1F642}"]];
 const EMOJIS = ["\u{1F44D}", "\u2764\uFE0F", "\u{1F602}"];
@@ -13,14 +14,17 @@ export function chatView(core, compact) {
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
   const typing = h("p", { class: "typing", role: "status", hidden: true });
   const box = h("textarea", { id: id + "-box", rows: "1", placeholder: "Write a message\u2026" });
-  const form = h("form", { class: "composer" },
+  const files = attachControl(core, box);
+  const form = h("form", { class: "composer" }, files.input, files.button,
     h("label", { for: id + "-box", class: "visually-hidden" }, "Message"), box,
     h("button", { type: "submit", class: "send" }, "Send"));
   const submit = () => {
     const content = box.value.trim();
-    if (!content) return;
+    const attachmentIds = files.ids();
+    if ((!content && !attachmentIds.length) || files.busy()) return;
     box.value = "";
-    core.send(content).catch((e) => { box.value = content; core.warn("sending failed: " + e.message); core.emit("error", e); });
+    files.clear();
+    core.send(content, attachmentIds).catch((e) => { box.value = content; core.warn("sending failed: " + e.message); core.emit("error", e); });
   };
   form.addEventListener("submit", (event) => { event.preventDefault(); submit(); });
   box.addEventListener("keydown", (event) => {
@@ -31,7 +35,7 @@ export function chatView(core, compact) {
     const mine = m.from === "customer";
     // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
     const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
-      "aria-busy": draft ? "true" : null }, h("p", { class: "text" }, m.content));
+      "aria-busy": draft ? "true" : null }, h("p", { class: "text", hidden: !m.content && !draft }, m.content), filesView(m.attachments));
     // a team member's reply names them (the AI agent's and an API key's name nobody)
     const who = !mine && m.operator;
     if (who) item.prepend(h("p", { class: "author" },
@@ -83,5 +87,5 @@ export function chatView(core, compact) {
     typing.textContent = team ? "The team is typing\u2026" : "The assistant is typing\u2026";
   });
   render();
-  return { root: h("div", { class: "chat" }, log, typing, form), focus: () => box.focus(), log };
+  return { root: h("div", { class: "chat" }, log, typing, files.list, form), focus: () => box.focus(), log };
 }

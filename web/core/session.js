@@ -4,7 +4,7 @@
 // `message.created` of the same id replaces it), its typing (`agent.typing`), the team's (`typing`), and
 // the actions it offers (`action.offered`, answered with the page's handler and a `parley:action` event).
 
-import { openEvents, readEvents, request } from "./transport.js";
+import { openEvents, readEvents, request, uploadFile } from "./transport.js";
 
 const STORE = "parley:";
 const warn = (text) => console.warn("[parley] " + text);
@@ -226,13 +226,14 @@ function createCore(base) {
     emit("messages");
   }
 
-  async function send(content) {
+  async function send(content, attachmentIds) {
     if (!state.conversationId) {
       const started = await call("POST", "/api/chat/conversations", {});
       state.conversationId = started._id;
     }
     emit("sending");
-    const message = await call("POST", "/api/chat/messages", { conversationId: state.conversationId, content });
+    const message = await call("POST", "/api/chat/messages", { conversationId: state.conversationId, content,
+                                                               ...(attachmentIds && attachmentIds.length ? { attachmentIds } : {}) });
     received(message, false);
     return message;
   }
@@ -392,6 +393,7 @@ function createCore(base) {
   return {
     state, on, emit, call, session, send, setOpen, act,
     surfaces,
+    upload: async (file) => uploadFile(base, "/api/chat/attachments", file, "ChatSession " + (await session())),
     rate: (message, rating) => call("POST", "/api/messages/" + message._id + "/rating", { websiteId, rating })
       .then((m) => received(m, false)),
     react: (message, emoji) => call("POST", "/api/messages/" + message._id + "/reaction/customer", { websiteId, emoji })

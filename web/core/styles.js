@@ -1,5 +1,7 @@
 // The style both surfaces start from: nothing of the host page's CSS reaches into a shadow root except
 // what is inherited, so the root element sets every inherited property it relies on.
+import { ATTACHMENTS_CSS } from "./attachments.js";
+
 export const BASE_CSS = `
 :host{all:initial!important;position:fixed!important;z-index:2147483000!important;display:block!important}
 :host([hidden]){display:none!important}
@@ -28,4 +30,4 @@ button{cursor:pointer}
 .composer{display:flex;gap:8px;padding:10px;border-top:1px solid #e3e6ef;background:#fff}
 .composer textarea{flex:1;resize:none;padding:8px 10px;border:1px solid #cfd3df;border-radius:10px;min-height:38px;max-height:120px;background:#fff;color:#1f2330}
 .send{background:var(--brand);color:#fff;border-radius:10px;padding:0 14px;font-weight:600}
-`;
+` + ATTACHMENTS_CSS;

@@ -16,6 +16,16 @@ export async function request(base, method, path, body, authorization) {
   return data;
 }
 
+/** A file as the `file` part of a multipart body (a pasted image has no name: it gets one). */
+export async function uploadFile(base, path, file, authorization) {
+  const form = new FormData();
+  form.append("file", file, file.name || "pasted image.png");
+  const response = await fetch(base + path, { method: "POST", headers: { Authorization: authorization }, body: form });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) throw Object.assign(new Error((data && data.detail) || response.status + " from " + path), { status: response.status });
+  return data;
+}
+
 /** The realtime stream's response, resumed after `lastEventId` when there is one. */
 export function openEvents(url, authorization, lastEventId, signal) {
   const headers = { Authorization: authorization };

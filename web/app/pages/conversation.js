@@ -8,6 +8,7 @@ import {api, get} from "../api.js";
 import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time} from "../dom.js";
+import {AttachmentPicker, attachmentsView} from "../attachments.js";
 
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
@@ -180,7 +181,8 @@ class ParleyConversation extends Page {
           h("span", {class: "who"}, who), " ", time(message.creationTime),
           message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
-        h("p", {class: "content"}, message.content),
+        message.content && h("p", {class: "content"}, message.content),
+        attachmentsView(message.attachments),
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
         message.rating && h("p", {class: "rating"}, "Visitor rated ", RATINGS[message.rating] ?? message.rating),
         message.operatorRating && h("p", {class: "rating"}, "Team rated ",
@@ -241,7 +243,7 @@ class ParleyConversation extends Page {
   }
 
   composerView() {
-    this.textarea = h("textarea", {id: "composer-text", rows: "3", required: true, "aria-label": "Message",
+    this.textarea = h("textarea", {id: "composer-text", rows: "3", "aria-label": "Message",
       placeholder: "Write a reply… (Enter sends, Shift+Enter adds a line, @ mentions a teammate)",
       "aria-autocomplete": "list", "aria-controls": "mentions"});
     this.suggestions = h("ul", {id: "mentions", role: "listbox", class: "mentions", hidden: true,
@@ -253,9 +255,10 @@ class ParleyConversation extends Page {
     const form = h("form", {class: "composer", onsubmit: (event) => { event.preventDefault(); this.send(form); }},
       h("fieldset", {class: "modes"}, h("legend", {class: "visually-hidden"}, "Send as"),
         mode("reply", "Reply to the visitor", true), mode("note", "Internal note", false)),
-      this.quoting, this.textarea, this.suggestions,
-      h("div", {class: "composer-actions"}, h("button", {type: "submit", id: "send"}, "Send")),
-      this.composerStatus);
+      this.quoting, this.textarea, this.suggestions);
+    this.picker = new AttachmentPicker(form, this.textarea, this.composerStatus);
+    form.append(this.picker.list, h("div", {class: "composer-actions"}, this.picker.input, this.picker.button,
+      h("button", {type: "submit", id: "send"}, "Send")), this.composerStatus);
     this.textarea.addEventListener("input", () => { this.suggest(); this.typed(); });
     this.textarea.addEventListener("blur", () => this.stopTyping());
     this.textarea.addEventListener("keydown", (event) => this.composerKey(event, form));
@@ -339,15 +342,18 @@ class ParleyConversation extends Page {
 
   async send(form) {
     const content = this.textarea.value.trim();
-    if (!content) return;
+    const attachmentIds = this.picker.ids();
+    if ((!content && !attachmentIds.length) || this.picker.busy) return;
     this.stopTyping();
     const internal = form.querySelector("input[value=note]").checked;
     const button = form.querySelector("#send");
     button.disabled = true;
     try {
       const message = await api("POST", "/api/messages", {conversationId: this.conversationId, content,
-        from: "operator", internal, ...(this.replyTo ? {replyToMessageId: this.replyTo._id} : {})});
+        from: "operator", internal, attachmentIds,
+        ...(this.replyTo ? {replyToMessageId: this.replyTo._id} : {})});
       this.textarea.value = "";
+      this.picker.clear();
       this.replyTo = null;
       replace(this.quoting);
       replace(this.composerStatus);

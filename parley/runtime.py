@@ -34,6 +34,7 @@ from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.conversation_search import ConversationSearchProjection
 from projections.documents import DocumentsProjection
 from projections.search import SearchConfig, SearchProjection, warm_up
 from projections.runner import Projection, ProjectionRunner, ensure_tables
@@ -61,6 +62,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "chat": lambda settings: ChatProjection(),
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
+    "conversation_search": lambda settings: ConversationSearchProjection(),
     "activity": lambda settings: ActivityProjection(),
     "webhooks": lambda settings: WebhookProjection(),
     "agent": lambda settings: AgentProjection(),

@@ -228,6 +228,7 @@ TAGS = {
     "realtime": "The operator dashboard's live stream.",
     "reports": "Figures about conversations over a period.",
     "sandbox": "Demonstration routes that need no credential.",
+    "search": "Search across the organization's conversations, messages, notes and customers.",
     "setup": "A fresh install's first owner and organization.",
     "sso": "Single sign-on with an organization's OpenID Connect provider.",
     "webhooksubscriptions": "Webhook subscriptions: signed HTTP calls to a customer's URL on events.",

@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS rm_search_customers (
         coalesce(nickname, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))) STORED);
 CREATE INDEX IF NOT EXISTS rm_search_customers_words ON rm_search_customers USING gin (words);
 CREATE INDEX IF NOT EXISTS rm_search_customers_trigrams ON rm_search_customers USING gin (haystack gin_trgm_ops);
+-- A query's words (as `to_tsvector('simple')` splits them), each as the start of a word, all of them
+-- required. Immutable, so the planner computes it from the query's text and estimates how many rows match.
+CREATE OR REPLACE FUNCTION rm_search_words(query text) RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT to_tsquery('simple', coalesce(string_agg(quote_literal(lexeme) || ':*', ' & '), ''))
+    FROM unnest(to_tsvector('simple', query))
+$$;
 """
 
 CUSTOMER_FIELDS = ("nickname", "email", "phone")
@@ -72,6 +78,7 @@ HANDLERS: dict[type, Handler] = {
 
 class ConversationSearchProjection(ReadModel):
     name, ddl, tables = "conversation_search", DDL, TABLES
+    functions = ("rm_search_words(text)",)
     handlers = HANDLERS
     run_handlers = {ev.MessageCreated: _messages}
     handles = (ev.MessageCreated, ev.CustomerCreated, ev.CustomerUpdated)

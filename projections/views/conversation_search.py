@@ -98,9 +98,7 @@ def parse_terms(params: Mapping[str, str]) -> Terms:
     return Terms(text, tuple(dict.fromkeys(word.lower() for word in re.findall(r"\w+", text))))
 
 
-# Each of the query's words (as `to_tsvector('simple')` splits it) as a prefix, all of them required.
-TS_QUERY = ("(SELECT to_tsquery('simple', coalesce(string_agg(quote_literal(lexeme) || ':*', ' & '), '')) "
-            "FROM unnest(to_tsvector('simple', %(q)s)))")
+TS_QUERY = "rm_search_words(%(q)s)"  # every word of the query, each as the start of a word
 
 
 def highlight(text: str, terms: Terms) -> str:
@@ -202,6 +200,12 @@ def customer_hits_sql(search: Search, after: bool) -> str:
         + " ORDER BY c.last_edit_time DESC, c.id DESC LIMIT %(rows)s")
 
 
+async def rows_of(conn: psycopg.AsyncConnection, sql: str, args: dict[str, Any]) -> list[tuple]:
+    """Never a prepared statement: a generic plan cannot tell a rare word (the words' index) from a common one
+    (the newest messages, until a page is full); each query is planned with its own words."""
+    return await (await conn.execute(sql, args, prepare=False)).fetchall()
+
+
 async def customers_of(conn: psycopg.AsyncConnection, ids: set[uuid.UUID]) -> dict[uuid.UUID, SearchCustomer]:
     rows = await (await conn.execute(
         "SELECT id, nickname, email FROM rm_customers WHERE id = ANY(%s)", (list(ids),))).fetchall()
@@ -221,11 +225,11 @@ async def search_conversations(conn: psycopg.AsyncConnection, principal: Princip
             open_position(key, params["cursor"], search.fingerprint(), _POSITION.size))
         args.update(after_time=from_micros(at), after_key=uuid.UUID(bytes=after_key))
     after = bool(params.get("cursor"))
-    messages = await (await conn.execute(message_hits_sql(search, matching, after), args)).fetchall()
+    messages = await rows_of(conn, message_hits_sql(search, matching, after), args)
     if not messages and not after and search.terms.substring_pattern:
         matching = SUBSTRING
-        messages = await (await conn.execute(message_hits_sql(search, matching, after), args)).fetchall()
-    customers = await (await conn.execute(customer_hits_sql(search, after), args)).fetchall()
+        messages = await rows_of(conn, message_hits_sql(search, matching, after), args)
+    customers = await rows_of(conn, customer_hits_sql(search, after), args)
     rows = sorted([(row, True) for row in messages] + [(row, False) for row in customers],
                   key=lambda found: (found[0][0], found[0][1]), reverse=True)
     page = rows[:search.limit]

@@ -718,6 +718,34 @@ class OrganizationSecurityChanged(Event, frozen=True):
     require_two_factor: bool
 
 
+# Canned responses: the organization's (`personal` false) or one operator's own. All of an organization's are
+# one stream, so a shortcut is unique in its namespace (the organization's, or each author's) by the store's
+# version check. Never the content: a personal response is its author's only, and the history leaves the
+# organization's credentials (an API key's events, exports); the read model holds it.
+@public("response_id", "author_id", "personal", "shortcut")
+class CannedResponseCreated(Event, frozen=True):
+    response_id: uuid.UUID
+    author_id: uuid.UUID
+    personal: bool
+    shortcut: str
+    content: str
+
+
+@public("response_id", "personal", "shortcut")
+class CannedResponseUpdated(Event, frozen=True):
+    """Only the fields given change."""
+
+    response_id: uuid.UUID
+    personal: bool | None = None
+    shortcut: str | None = None
+    content: str | None = None
+
+
+@public("response_id")
+class CannedResponseDeleted(Event, frozen=True):
+    response_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -789,4 +817,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     RecoveryCodeUsed,
     OperatorTotpCodeUsed,
     OrganizationSecurityChanged,
+    CannedResponseCreated,
+    CannedResponseUpdated,
+    CannedResponseDeleted,
 )
+

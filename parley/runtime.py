@@ -34,6 +34,7 @@ from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.canned_responses import CannedResponsesProjection
 from projections.conversation_search import ConversationSearchProjection
 from projections.documents import DocumentsProjection
 from projections.search import SearchConfig, SearchProjection, warm_up
@@ -63,6 +64,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
     "conversation_search": lambda settings: ConversationSearchProjection(),
+    "canned_responses": lambda settings: CannedResponsesProjection(),
     "activity": lambda settings: ActivityProjection(),
     "webhooks": lambda settings: WebhookProjection(),
     "agent": lambda settings: AgentProjection(),

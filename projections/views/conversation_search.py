@@ -49,6 +49,8 @@ SEARCH_QUERY = (
                      "address, phone number or word.", required=True),
     query("websiteId", str, "Only this website's conversations."),
     query("resolved", bool, "Only resolved (true) or unresolved (false) conversations."),
+    query("assigneeId", str, "Only the conversations assigned to this operator."),
+    query("labels", str, "Only the conversations with every one of these labels (names, comma-separated)."),
     query("since", Time, "Only what was written at or after this time."),
     query("until", Time, "Only what was written before this time."),
     query("limit", int, f"Items per page: {DEFAULT_PAGE} by default, at most {MAX_PAGE}."),
@@ -139,6 +141,8 @@ class Search:
     notes: bool  # internal notes are an operator's to find
     website_id: uuid.UUID | None
     resolved: bool | None
+    assignee_id: uuid.UUID | None
+    label_names: tuple[str, ...]  # lower-cased
     since: datetime | None
     until: datetime | None
     limit: int
@@ -153,7 +157,12 @@ class Search:
             where.append(f"{alias}.website_id = %(website)s")
         if self.resolved is not None:
             where.append(f"{alias}.resolved = %(resolved)s")
-        return " AND ".join(where), {"org": self.org_id, "website": self.website_id, "resolved": self.resolved}
+        if self.assignee_id is not None:
+            where.append(f"{alias}.assignee_id = %(assignee)s")
+        if self.label_names:
+            where.append(f"{alias}.labels @> %(label_ids)s::uuid[]")
+        return " AND ".join(where), {"org": self.org_id, "website": self.website_id, "resolved": self.resolved,
+                                     "assignee": self.assignee_id}
 
 
 def parse_search(principal: Principal, params: Mapping[str, str]) -> Search:
@@ -164,8 +173,11 @@ def parse_search(principal: Principal, params: Mapping[str, str]) -> Search:
         if website_id not in (None, principal.website_id):
             raise Forbidden("this API key is pinned to another website")
         website_id = principal.website_id
+    label_names = tuple(sorted({name.strip().lower() for name in (params.get("labels") or "").split(",")
+                                if name.strip()}))
     return Search(principal.org_id, parse_terms(params), principal.is_operator, website_id,
-                  parse_bool(params, "resolved"), parse_time(params, "since"), parse_time(params, "until"),
+                  parse_bool(params, "resolved"), parse_id_param(params, "assigneeId"), label_names,
+                  parse_time(params, "since"), parse_time(params, "until"),
                   min(parse_int(params, "limit") or DEFAULT_PAGE, MAX_PAGE))
 
 
@@ -206,6 +218,14 @@ async def rows_of(conn: psycopg.AsyncConnection, sql: str, args: dict[str, Any])
     return await (await conn.execute(sql, args, prepare=False)).fetchall()
 
 
+async def label_ids(conn: psycopg.AsyncConnection, search: Search) -> list[uuid.UUID] | None:
+    """The ids of the labels the search names; None when one of them is no label of the organization (then
+    no conversation has them all)."""
+    rows = await (await conn.execute("SELECT id FROM rm_labels WHERE org_id = %s AND lower(name) = ANY(%s)",
+                                     (search.org_id, list(search.label_names)))).fetchall()
+    return [row[0] for row in rows] if len(rows) == len(search.label_names) else None
+
+
 async def customers_of(conn: psycopg.AsyncConnection, ids: set[uuid.UUID]) -> dict[uuid.UUID, SearchCustomer]:
     rows = await (await conn.execute(
         "SELECT id, nickname, email FROM rm_customers WHERE id = ANY(%s)", (list(ids),))).fetchall()
@@ -216,9 +236,12 @@ async def search_conversations(conn: psycopg.AsyncConnection, principal: Princip
                                params: Mapping[str, str]) -> SearchPage:
     search = parse_search(principal, params)
     key = await cursor_key(conn)
+    labelled = await label_ids(conn, search) if search.label_names else []
+    if labelled is None:
+        return SearchPage([], None)
     args: dict[str, Any] = {**search.conversation_filters("c")[1], "q": search.terms.text,
                             "pattern": search.terms.substring_pattern, "since": search.since,
-                            "until": search.until, "rows": search.limit + 1}
+                            "until": search.until, "rows": search.limit + 1, "label_ids": labelled}
     matching = WORDS
     if params.get("cursor"):
         at, after_key, matching = _POSITION.unpack(

@@ -7,6 +7,10 @@ import uuid
 
 import pytest
 
+from commands import conversations, labels
+from commands.conversations import ConversationChange
+from commands.principal import Principal
+
 
 def create_customer(http, tenant, website_id=None, **fields) -> str:
     response = http.post("/api/customers", headers=tenant.operator,
@@ -158,3 +162,32 @@ def test_malformed_requests_are_refused(http, tenant, params):
     response = http.get("/api/search", headers=tenant.operator, params=params)
     assert response.status_code == 400, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+def test_filters_assignee_and_labels(http, tenant):
+    """Assigned and labelled through the workflow's commands (the foundation's), then searched by them."""
+    word = unique_word()
+    colleague = tenant.add_operator("agent")
+    me = http.get("/api/operators/me", headers=tenant.operator).json()
+    owner = Principal("operator", tenant.org_id, uuid.uuid4(), operator_id=uuid.UUID(me["_id"]), role="owner")
+    first, second, third = (create_conversation(http, tenant) for _ in range(3))
+    found = {conversation: post(http, tenant, conversation, word) for conversation in (first, second, third)}
+    store = tenant.server.store()
+    try:
+        for name in ("Billing", "VIP"):
+            labels.create_label(store, owner, labels.LabelBody(name=name))
+        for conversation, change in (
+                (first, ConversationChange(assignee_id=str(colleague.id), labels=["Billing", "VIP"])),
+                (second, ConversationChange(assignee_id=str(colleague.id), labels=["Billing"])),
+                (third, ConversationChange(labels=["VIP"]))):
+            conversations.update_conversation(store, owner, uuid.UUID(conversation), change)
+    finally:
+        store.close()
+    assert set(message_ids(search(http, tenant.operator, word, assigneeId=str(colleague.id)))) == {
+        found[first], found[second]}
+    assert set(message_ids(search(http, tenant.operator, word, labels="billing"))) == {found[first], found[second]}
+    assert message_ids(search(http, tenant.operator, word, labels="VIP,Billing")) == [found[first]]
+    assert message_ids(search(http, tenant.operator, word, labels="VIP", assigneeId=str(colleague.id))) == [
+        found[first]]
+    assert search(http, tenant.operator, word, labels="VIP,no such label")["items"] == []
+    search(http, tenant.operator, word, status=400, assigneeId="nobody")

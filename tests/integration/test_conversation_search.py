@@ -191,3 +191,13 @@ def test_filters_assignee_and_labels(http, tenant):
         found[first]]
     assert search(http, tenant.operator, word, labels="VIP,no such label")["items"] == []
     search(http, tenant.operator, word, status=400, assigneeId="nobody")
+
+
+@pytest.mark.parametrize("q", ["'", "\\", "a\\b", "C:\\Users\\ada", "foo:*", "!", "a & b | c", "(", "o'brien",
+                               "ünïcödé", "http://x.example/a?b=c", "-1", "::", "%_%", "<mark>", "😀 emoji"])
+def test_any_text_is_searched_never_an_error(http, tenant, q):
+    conversation = create_conversation(http, tenant)
+    found = post(http, tenant, conversation, f"before {q} after")
+    page = search(http, tenant.operator, q)
+    if len(q.strip()) >= 3 or any(ch.isalnum() for ch in q):
+        assert found in message_ids(page), q

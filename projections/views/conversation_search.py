@@ -106,7 +106,9 @@ TS_QUERY = "rm_search_words(%(q)s)"  # every word of the query, each as the star
 def highlight(text: str, terms: Terms) -> str:
     """The part of `text` around its first match, HTML-escaped, each match (a word starting with a query
     word, or the query itself) in `<mark>`."""
-    alternatives = [re.escape(terms.text)] + [rf"\b{re.escape(word)}\w*" for word in terms.words]
+    words = [rf"\b{re.escape(word)}\w*" for word in terms.words]
+    # a query of one word marks the words it starts; any other, its whole text first where it occurs
+    alternatives = words if terms.words == (terms.text.lower(),) else [re.escape(terms.text), *words]
     pattern = re.compile("|".join(alternatives), re.IGNORECASE)
     first = pattern.search(text)
     start = max(0, first.start() - BEFORE_MATCH) if first else 0

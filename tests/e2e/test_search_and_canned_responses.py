@@ -88,7 +88,7 @@ def test_the_slash_menu_inserts_a_canned_response(dashboard, http, tenant, axe_s
     dashboard.assert_clean()
 
 
-def test_the_canned_responses_page(dashboard, tenant, axe_script):
+def test_the_canned_responses_page(dashboard, http, tenant, axe_script):
     dashboard.sign_in()
     page = dashboard.page
     page.goto(dashboard.url("/app/cannedresponses"))
@@ -113,4 +113,8 @@ def test_the_canned_responses_page(dashboard, tenant, axe_script):
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete /hours").click()
     page.get_by_text("No canned responses yet.").wait_for()
+    # one made elsewhere shows up live (the realtime frame names it, the page reads its list again)
+    assert http.post("/api/cannedresponses", headers=tenant.operator,
+                     json={"shortcut": "elsewhere", "content": "made by the API"}).status_code == 200
+    page.locator(".canned-list tr", has_text="/elsewhere").wait_for()
     dashboard.assert_clean()

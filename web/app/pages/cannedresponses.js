@@ -6,6 +6,10 @@ import {Page} from "../page.js";
 import {errorBox, field, h, replace} from "../dom.js";
 
 class ParleyCannedResponses extends Page {
+  connectedCallback() {
+    this.listen("cannedresponse.changed", () => this.list && this.load()); // a change made elsewhere
+  }
+
   show() {
     const admin = this.app.hasRole("admin");
     this.editing = null; // the response the form changes, or null for a new one

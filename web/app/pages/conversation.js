@@ -46,6 +46,7 @@ class ParleyConversation extends Page {
       for (const key of ["rating", "ratingTime", "reactions"]) if (key in detail) message[key] = detail[key];
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
+    this.listen("cannedresponse.changed", () => { this.cannedResponses = null; }); // read again when "/" is typed
     this.listen("conversation.updated", (detail) => {
       if (!this.ready || detail.conversationId !== this.conversationId) return;
       for (const key of ["resolved", "spam", "agentPaused"]) if (detail[key] != null) this.record[key] = detail[key];

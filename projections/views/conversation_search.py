@@ -107,8 +107,10 @@ def highlight(text: str, terms: Terms) -> str:
     """The part of `text` around its first match, HTML-escaped, each match (a word starting with a query
     word, or the query itself) in `<mark>`."""
     words = [rf"\b{re.escape(word)}\w*" for word in terms.words]
-    # a query of one word marks the words it starts; any other, its whole text first where it occurs
-    alternatives = words if terms.words == (terms.text.lower(),) else [re.escape(terms.text), *words]
+    # a query of one word marks the words it starts (else where it occurs inside one); any other, its whole
+    # text first where it occurs
+    substring = re.escape(terms.text)
+    alternatives = [*words, substring] if terms.words == (terms.text.lower(),) else [substring, *words]
     pattern = re.compile("|".join(alternatives), re.IGNORECASE)
     first = pattern.search(text)
     start = max(0, first.start() - BEFORE_MATCH) if first else 0
@@ -153,7 +155,8 @@ class Search:
         """The query a cursor belongs to; its page size may change from page to page."""
         return hashlib.sha256(repr(replace(self, limit=0)).encode()).digest()[:16]
 
-    def conversation_filters(self, alias: str) -> tuple[str, dict[str, Any]]:
+    def conversation_filters(self, alias: str) -> str:
+        """The filters on the conversation (`alias` of rm_conversations); the labels named must all exist."""
         where = [f"{alias}.org_id = %(org)s"]
         if self.website_id is not None:
             where.append(f"{alias}.website_id = %(website)s")
@@ -162,9 +165,13 @@ class Search:
         if self.assignee_id is not None:
             where.append(f"{alias}.assignee_id = %(assignee)s")
         if self.label_names:
-            where.append(f"{alias}.labels @> %(label_ids)s::uuid[]")
-        return " AND ".join(where), {"org": self.org_id, "website": self.website_id, "resolved": self.resolved,
-                                     "assignee": self.assignee_id}
+            where.append(f"{alias}.labels @> ARRAY({NAMED_LABELS.format('id')}) "
+                         f"AND ({NAMED_LABELS.format('count(*)')}) = %(label_count)s")
+        return " AND ".join(where)
+
+
+# the organization's labels the search names, case aside
+NAMED_LABELS = "SELECT {} FROM rm_labels WHERE org_id = %(org)s AND lower(name) = ANY(%(label_names)s)"
 
 
 def parse_search(principal: Principal, params: Mapping[str, str]) -> Search:
@@ -189,11 +196,11 @@ def time_window(column: str, search: Search) -> str:
 
 
 def message_hits_sql(search: Search, matching: bytes, after: bool) -> str:
-    conversation, _ = search.conversation_filters("c")
+    conversation = search.conversation_filters("c")
     match = f"m.words @@ {TS_QUERY}" if matching == WORDS else "m.content ILIKE %(pattern)s"
     return (
-        "SELECT m.creation_time, m.id, m.conversation_id, m.content, c.customer_id "
-        "FROM rm_search_messages m JOIN rm_conversations c ON c.id = m.conversation_id "
+        "SELECT m.creation_time AS at, m.id AS key, m.id AS message_id, m.conversation_id, m.content AS text, "
+        "c.customer_id FROM rm_search_messages m JOIN rm_conversations c ON c.id = m.conversation_id "
         f"WHERE m.org_id = %(org)s AND {match} AND {conversation}"
         + ("" if search.notes else " AND NOT m.internal")
         + (" AND m.website_id = %(website)s" if search.website_id else "")
@@ -203,10 +210,11 @@ def message_hits_sql(search: Search, matching: bytes, after: bool) -> str:
 
 
 def customer_hits_sql(search: Search, after: bool) -> str:
-    conversation, _ = search.conversation_filters("c")
+    conversation = search.conversation_filters("c")
     substring = " OR s.haystack LIKE lower(%(pattern)s)" if search.terms.substring_pattern else ""
     return (
-        "SELECT c.last_edit_time, c.id, c.id, concat_ws(' · ', s.nickname, s.email, s.phone), s.id "
+        "SELECT c.last_edit_time AS at, c.id AS key, NULL::uuid AS message_id, c.id AS conversation_id, "
+        "concat_ws(' · ', s.nickname, s.email, s.phone) AS text, s.id AS customer_id "
         "FROM rm_search_customers s JOIN rm_conversations c ON c.org_id = s.org_id AND c.customer_id = s.id "
         f"WHERE s.org_id = %(org)s AND (s.words @@ {TS_QUERY}{substring}) AND {conversation}"
         + time_window("c.last_edit_time", search)
@@ -214,58 +222,48 @@ def customer_hits_sql(search: Search, after: bool) -> str:
         + " ORDER BY c.last_edit_time DESC, c.id DESC LIMIT %(rows)s")
 
 
-async def rows_of(conn: psycopg.AsyncConnection, sql: str, args: dict[str, Any]) -> list[tuple]:
-    """Never a prepared statement: a generic plan cannot tell a rare word (the words' index) from a common one
-    (the newest messages, until a page is full); each query is planned with its own words."""
-    return await (await conn.execute(sql, args, prepare=False)).fetchall()
-
-
-async def label_ids(conn: psycopg.AsyncConnection, search: Search) -> list[uuid.UUID] | None:
-    """The ids of the labels the search names; None when one of them is no label of the organization (then
-    no conversation has them all)."""
-    rows = await (await conn.execute("SELECT id FROM rm_labels WHERE org_id = %s AND lower(name) = ANY(%s)",
-                                     (search.org_id, list(search.label_names)))).fetchall()
-    return [row[0] for row in rows] if len(rows) == len(search.label_names) else None
-
-
-async def customers_of(conn: psycopg.AsyncConnection, ids: set[uuid.UUID]) -> dict[uuid.UUID, SearchCustomer]:
-    rows = await (await conn.execute(
-        "SELECT id, nickname, email FROM rm_customers WHERE id = ANY(%s)", (list(ids),))).fetchall()
-    return {row[0]: SearchCustomer(*row) for row in rows}
+def page_sql(search: Search, matching: bytes, after: bool) -> str:
+    """One statement: the newest matching messages and customers' conversations, each planned on its own,
+    merged into the page (and the one after its last item), with the customers' names; the last column
+    counts the messages found, which decides the fallback."""
+    return (
+        f"WITH messages AS MATERIALIZED ({message_hits_sql(search, matching, after)}), "
+        f"customers AS MATERIALIZED ({customer_hits_sql(search, after)}), "
+        "page AS (SELECT * FROM messages UNION ALL SELECT * FROM customers ORDER BY at DESC, key DESC "
+        "LIMIT %(rows)s) "
+        "SELECT page.at, page.key, page.message_id, page.conversation_id, page.text, page.customer_id, "
+        "who.nickname, who.email, (SELECT count(*) FROM messages) "
+        "FROM page LEFT JOIN rm_customers who ON who.id = page.customer_id ORDER BY page.at DESC, page.key DESC")
 
 
 async def search_conversations(conn: psycopg.AsyncConnection, principal: Principal,
                                params: Mapping[str, str]) -> SearchPage:
+    """A page of the search; one statement (two when the query's words find no message and it is looked for
+    as a substring instead). Its statements are never prepared: a generic plan cannot tell a rare word (the
+    words' index) from a common one (the newest messages, until a page is full)."""
     search = parse_search(principal, params)
     key = await cursor_key(conn)
-    labelled = await label_ids(conn, search) if search.label_names else []
-    if labelled is None:
-        return SearchPage([], None)
-    args: dict[str, Any] = {**search.conversation_filters("c")[1], "q": search.terms.text,
+    args: dict[str, Any] = {"org": search.org_id, "website": search.website_id, "resolved": search.resolved,
+                            "assignee": search.assignee_id, "label_names": list(search.label_names),
+                            "label_count": len(search.label_names), "q": search.terms.text,
                             "pattern": search.terms.substring_pattern, "since": search.since,
-                            "until": search.until, "rows": search.limit + 1, "label_ids": labelled}
-    matching = WORDS
-    if params.get("cursor"):
+                            "until": search.until, "rows": search.limit + 1}
+    matching, after = WORDS, bool(params.get("cursor"))
+    if after:
         at, after_key, matching = _POSITION.unpack(
             open_position(key, params["cursor"], search.fingerprint(), _POSITION.size))
         args.update(after_time=from_micros(at), after_key=uuid.UUID(bytes=after_key))
-    after = bool(params.get("cursor"))
-    messages = await rows_of(conn, message_hits_sql(search, matching, after), args)
-    if not messages and not after and search.terms.substring_pattern:
+    rows = await (await conn.execute(page_sql(search, matching, after), args, prepare=False)).fetchall()
+    if not after and search.terms.substring_pattern and not (rows and rows[0][-1]):
         matching = SUBSTRING
-        messages = await rows_of(conn, message_hits_sql(search, matching, after), args)
-    customers = await rows_of(conn, customer_hits_sql(search, after), args)
-    rows = sorted([(row, True) for row in messages] + [(row, False) for row in customers],
-                  key=lambda found: (found[0][0], found[0][1]), reverse=True)
+        rows = await (await conn.execute(page_sql(search, matching, after), args, prepare=False)).fetchall()
     page = rows[:search.limit]
-    people = await customers_of(conn, {row[4] for row, _ in page})
-    items = [SearchHit(conversation_id=row[2], message_id=row[1] if is_message else None,
-                       snippet=highlight(row[3], search.terms), creation_time=row[0],
-                       customer=people.get(row[4]) or SearchCustomer(row[4], None, None))
-             for row, is_message in page]
+    items = [SearchHit(conversation_id=conversation_id, message_id=message_id, snippet=highlight(text, search.terms),
+                       creation_time=at, customer=SearchCustomer(customer_id, nickname, email))
+             for at, _, message_id, conversation_id, text, customer_id, nickname, email, _ in page]
     next_cursor = None
     if len(rows) > search.limit:
-        last = page[-1][0]
-        next_cursor = seal_position(key, _POSITION.pack(micros(last[0]), last[1].bytes, matching),
+        last_time, last_key = page[-1][:2]
+        next_cursor = seal_position(key, _POSITION.pack(micros(last_time), last_key.bytes, matching),
                                     search.fingerprint())
     return SearchPage(items, next_cursor)

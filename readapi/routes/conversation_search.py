@@ -6,9 +6,8 @@ from litestar import Request, Response, get
 
 from projections.views.conversation_search import SEARCH_QUERY, SearchPage, search_conversations
 from readapi.auth import Auth, Authenticated
-from readapi.listing import snapshot
 from readapi.openapi import describe
-from readapi.services import caught_up, json_response
+from readapi.services import caught_up, json_response, services
 
 READ_MODELS = ("core", "conversation_search")
 
@@ -20,7 +19,7 @@ READ_MODELS = ("core", "conversation_search")
 @get("/api/search")
 async def search(request: Request, principal: Authenticated) -> Response:
     await caught_up(request, READ_MODELS)
-    async with snapshot(request) as conn:  # the messages' and the customers' matches at one instant
+    async with services(request).pool.connection() as conn:  # one statement: no transaction of its own
         return json_response(await search_conversations(conn, principal, request.query_params))
 
 

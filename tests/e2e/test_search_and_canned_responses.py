@@ -29,6 +29,13 @@ def test_the_search_box_finds_marks_and_opens_by_keyboard(dashboard, http, tenan
     assert XSS in results.first.locator(".snippet").text_content()  # the visitor's markup, as text
     assert_accessible(page, axe_script, "the search results", EVERY_IMPACT)
     screenshot(page, "search")
+    # the filters narrow it, and are kept in the address
+    page.get_by_label("Status").select_option("true")
+    page.get_by_text("Nothing found for").wait_for()
+    assert "resolved=true" in page.url
+    page.get_by_label("Status").select_option("false")
+    page.wait_for_selector("parley-search[data-ready] .search-results li")
+    assert page.locator(".search-results li").count() == 1
     # down from the box to the result, Enter opens the conversation
     page.get_by_role("searchbox", name="Search conversations").focus()
     page.keyboard.press("ArrowDown")

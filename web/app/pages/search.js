@@ -1,11 +1,12 @@
 // Search across the organization's conversations (GET /api/search): the header's search box leads here,
 // /app/search?q=…; each result links to its conversation, its snippet shown with the matched words marked.
-// Arrow keys move between the results; the page fetches the next page on "More results".
+// Arrow keys move between the results; the page fetches the next page on "More results". Filters: the
+// website, resolved or not, and the conversations assigned to you.
 
 import {get} from "../api.js";
 import {Page} from "../page.js";
 import {customerName} from "../customers.js";
-import {errorBox, h, replace, time} from "../dom.js";
+import {errorBox, field, h, replace, time} from "../dom.js";
 
 const ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "\"", "&#x27;": "'", "&#39;": "'"};
 
@@ -28,11 +29,37 @@ class ParleySearch extends Page {
     this.more = h("button", {type: "button", class: "secondary", hidden: true, onclick: () => this.load()},
       "More results");
     this.results.addEventListener("keydown", (event) => this.step(event));
-    replace(this, this.heading, this.status, this.results, this.more);
+    const refilter = () => this.refilter();
+    this.website = h("select", {id: "search-website", onchange: refilter}, h("option", {value: ""}, "Any website"),
+      this.app.websites.map((w) => h("option", {value: w._id}, w.websiteName)));
+    this.resolved = h("select", {id: "search-resolved", onchange: refilter}, h("option", {value: ""}, "Any status"),
+      h("option", {value: "false"}, "Unresolved"), h("option", {value: "true"}, "Resolved"));
+    this.mine = h("input", {type: "checkbox", id: "search-mine", onchange: refilter});
+    const filters = h("div", {class: "toolbar", role: "group", "aria-label": "Filters"},
+      field("Website", this.website), field("Status", this.resolved),
+      h("label", {class: "mode"}, this.mine, " Assigned to me"));
+    replace(this, this.heading, filters, this.status, this.results, this.more);
+  }
+
+  /** The filters as the address's query, so a search can be shared and gone back to. */
+  refilter() {
+    const query = new URLSearchParams({q: this.q});
+    if (this.website.value) query.set("websiteId", this.website.value);
+    if (this.resolved.value) query.set("resolved", this.resolved.value);
+    if (this.mine.checked) query.set("mine", "1");
+    this.app.navigate(`/app/search?${query}`);
   }
 
   show(_rest, query) {
     this.q = (query.get("q") || "").trim();
+    this.generation = (this.generation ?? 0) + 1; // a load for an earlier search is dropped when it answers
+    delete this.dataset.ready;
+    this.website.value = query.get("websiteId") || "";
+    this.resolved.value = query.get("resolved") || "";
+    this.mine.checked = query.get("mine") === "1";
+    this.filters = {...(this.website.value ? {websiteId: this.website.value} : {}),
+                    ...(this.resolved.value ? {resolved: this.resolved.value} : {}),
+                    ...(this.mine.checked ? {assigneeId: this.app.me._id} : {})};
     this.cursor = null;
     replace(this.results);
     this.more.hidden = true;
@@ -45,18 +72,18 @@ class ParleySearch extends Page {
   }
 
   async load() {
-    const asked = this.q;
+    const asked = this.q, generation = this.generation;
     this.results.setAttribute("aria-busy", "true");
     let page;
     try {
-      page = await get("/api/search", {q: asked, limit: 20, ...(this.cursor ? {cursor: this.cursor} : {})});
+      page = await get("/api/search", {q: asked, limit: 20, ...this.filters, ...(this.cursor ? {cursor: this.cursor} : {})});
     } catch (error) {
       replace(this.status, errorBox(error));
       return;
     } finally {
       this.results.removeAttribute("aria-busy");
     }
-    if (asked !== this.q) return; // another search was typed meanwhile
+    if (generation !== this.generation) return; // another search or filter was chosen meanwhile
     const first = !this.cursor;
     this.cursor = page.nextCursor;
     this.results.append(...page.items.map((item) => this.resultView(item)));

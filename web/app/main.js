@@ -233,7 +233,7 @@ class ParleyApp extends HTMLElement {
         const first = this.outlet.querySelector(".search-results a");
         if (first) { event.preventDefault(); first.focus(); }
       }});
-    return h("form", {role: "search", class: "search-form", onsubmit: (event) => {
+    return h("form", {role: "search", "aria-label": "Conversations", class: "search-form", onsubmit: (event) => {
       event.preventDefault();
       const q = this.searchBox.value.trim();
       if (q) this.navigate(`/app/search?${new URLSearchParams({q})}`);

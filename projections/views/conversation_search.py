@@ -138,7 +138,7 @@ def from_micros(value: int) -> datetime:
 
 @dataclass(frozen=True)
 class Search:
-    """A request's query, filters and place in the walk, checked before anything is read."""
+    """A request's query and filters (what its cursors are bound to), checked before anything is read."""
 
     org_id: uuid.UUID
     terms: Terms

@@ -14,13 +14,13 @@ from readapi.mounted import MountedApp
 from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (accounts, agent, audit, avatars, batch, campaigns, canned_responses, chat,
                             conversation_flags, conversation_history, conversation_search, docs, documents, events,
-                            health, message_feedback, operators, pets, realtime, reports, resources, sandbox, sso,
-                            team, two_factor, web_files, webhooks, workspace)
+                            health, mail, message_feedback, operators, pets, realtime, reports, resources, sandbox,
+                            sso, team, two_factor, web_files, webhooks, workspace)
 from readapi.services import Services
 
 ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
                  realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
-                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, conversation_search,
+                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail, conversation_search,
                  canned_responses]
 
 

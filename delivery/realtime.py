@@ -84,6 +84,13 @@ class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
     handoff: bool = False
 
 
+class CannedResponseChange(msgspec.Struct):
+    """The dashboards' `cannedresponse.changed`: which response was created, changed or deleted, and nothing of
+    it (a personal one is its author's only): a dashboard reads the list again."""
+
+    _id: uuid.UUID
+
+
 class AvailabilityChange(msgspec.Struct, rename="camel"):
     """The dashboards' `operator.availability`: the availability an operator chose."""
 
@@ -122,6 +129,8 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
                                                          reactions=list(e.reactions)))
     if isinstance(e, ev.OperatorAvailabilityChanged):
         return frame(at, "operator.availability", AvailabilityChange(e.operator_id, e.status))
+    if isinstance(e, (ev.CannedResponseCreated, ev.CannedResponseUpdated, ev.CannedResponseDeleted)):
+        return frame(at, "cannedresponse.changed", CannedResponseChange(e.response_id))
     return None
 
 

@@ -764,6 +764,34 @@ class OrganizationSecurityChanged(Event, frozen=True):
     require_two_factor: bool
 
 
+# Canned responses: the organization's (`personal` false) or one operator's own. All of an organization's are
+# one stream, so a shortcut is unique in its namespace (the organization's, or each author's) by the store's
+# version check. Never the content: a personal response is its author's only, and the history leaves the
+# organization's credentials (an API key's events, exports); the read model holds it.
+@public("response_id", "author_id", "personal", "shortcut")
+class CannedResponseCreated(Event, frozen=True):
+    response_id: uuid.UUID
+    author_id: uuid.UUID
+    personal: bool
+    shortcut: str
+    content: str
+
+
+@public("response_id", "personal", "shortcut")
+class CannedResponseUpdated(Event, frozen=True):
+    """Only the fields given change."""
+
+    response_id: uuid.UUID
+    personal: bool | None = None
+    shortcut: str | None = None
+    content: str | None = None
+
+
+@public("response_id")
+class CannedResponseDeleted(Event, frozen=True):
+    response_id: uuid.UUID
+
+
 # The team's workflow on a conversation: who owns it, its labels, priority and snooze, on the conversation's
 # own stream (so its version is the conversation's ETag), and the organization's teams and labels, each
 # organization's on one stream of their own (`commands.deciders.teams` / `labels`), so a label's name is
@@ -976,6 +1004,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     RecoveryCodeUsed,
     OperatorTotpCodeUsed,
     OrganizationSecurityChanged,
+    CannedResponseCreated,
+    CannedResponseUpdated,
+    CannedResponseDeleted,
     ConversationAssigned,
     ConversationLabelsChanged,
     ConversationPrioritySet,
@@ -992,3 +1023,4 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     LinkMailRequested,
     MailUnsubscribed,
 )
+

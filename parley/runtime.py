@@ -42,6 +42,8 @@ from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.canned_responses import CannedResponsesProjection
+from projections.conversation_search import ConversationSearchProjection
 from projections.mail import MailProjection
 from projections.documents import DocumentsProjection
 from projections.search import SearchConfig, SearchProjection, warm_up
@@ -71,6 +73,8 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "chat": lambda settings: ChatProjection(),
     "sandbox": lambda settings: SandboxProjection(),
     "inbox": lambda settings: InboxProjection(),
+    "conversation_search": lambda settings: ConversationSearchProjection(),
+    "canned_responses": lambda settings: CannedResponsesProjection(),
     "activity": lambda settings: ActivityProjection(),
     "reports": lambda settings: ReportsProjection(),
     "webhooks": lambda settings: WebhookProjection(),

@@ -226,6 +226,7 @@ TAGS = {
     "audit": "The organization's audit log: who changed what, when.",
     "batch": "Several collection reads in one request.",
     "campaigns": "Proactive messages sent to an audience of customers.",
+    "cannedresponses": "Replies an operator inserts by shortcut: the organization's and personal ones.",
     "chat": "The visitor's side, as the embedded widget calls it with a chat-session credential.",
     "conversations": "Conversations between a website's customers and the team.",
     "customers": "The people who talk to a website: its visitors, known or anonymous.",
@@ -241,6 +242,7 @@ TAGS = {
     "realtime": "The operator dashboard's live stream.",
     "reports": "Figures about conversations over a period.",
     "sandbox": "Demonstration routes that need no credential.",
+    "search": "Search across the organization's conversations, messages, notes and customers.",
     "setup": "A fresh install's first owner and organization.",
     "sso": "Single sign-on with an organization's OpenID Connect provider.",
     "webhooksubscriptions": "Webhook subscriptions: signed HTTP calls to a customer's URL on events.",
@@ -256,7 +258,8 @@ PATH_NAMES = {"website_name": ("websiteName", {"type": "string"}, "The website's
               # a browser's route: whatever names no organization lands on /app/ with the reason (a 302)
               "organization_id": ("organizationId", {"type": "string"},
                                   "The organization's `_id`; any other value lands on /app/ with the reason."),
-              "tool_call_id": ("toolCallId", {"type": "string"}, "The id the AI agent gave the action it offered.")}
+              "tool_call_id": ("toolCallId", {"type": "string"}, "The id the AI agent gave the action it offered."),
+              "response_id": ("id", {"type": "string", "format": "uuid"}, "The canned response's `_id`.")}
 
 
 def camel(name: str) -> str:

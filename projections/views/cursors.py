@@ -82,21 +82,32 @@ def _mac(key: bytes, payload: bytes) -> bytes:
 
 
 def seal_cursor(key: bytes, last_id: uuid.UUID, fingerprint: bytes) -> str:
-    payload = last_id.bytes + fingerprint
-    return base64.urlsafe_b64encode(payload + _mac(key, payload)).decode().rstrip("=")
+    return seal_position(key, last_id.bytes, fingerprint)
 
 
 def open_cursor(key: bytes, cursor: str, fingerprint: bytes) -> uuid.UUID:
+    return uuid.UUID(bytes=open_position(key, cursor, fingerprint, _ID))
+
+
+def seal_position(key: bytes, position: bytes, fingerprint: bytes) -> str:
+    """A cursor of any keyset position (`position`, bytes of a fixed size) in the query `fingerprint` names."""
+    payload = position + fingerprint
+    return base64.urlsafe_b64encode(payload + _mac(key, payload)).decode().rstrip("=")
+
+
+def open_position(key: bytes, cursor: str, fingerprint: bytes, size: int) -> bytes:
+    """The position a cursor sealed by `seal_position` holds (`size` bytes); 400 for a tampered cursor or
+    one of another query."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (binascii.Error, ValueError):
         raw = b""
-    payload, mac = raw[:_ID + _FINGERPRINT], raw[_ID + _FINGERPRINT:]
-    if len(raw) != _ID + _FINGERPRINT + _MAC or not hmac.compare_digest(mac, _mac(key, payload)):
+    payload, mac = raw[:size + _FINGERPRINT], raw[size + _FINGERPRINT:]
+    if len(raw) != size + _FINGERPRINT + _MAC or not hmac.compare_digest(mac, _mac(key, payload)):
         raise Invalid("the cursor is not valid; start again without one", "cursor")
-    if not hmac.compare_digest(payload[_ID:], fingerprint):
+    if not hmac.compare_digest(payload[size:], fingerprint):
         raise Invalid("the cursor belongs to another query; pass the same filters it was issued for", "cursor")
-    return uuid.UUID(bytes=payload[:_ID])
+    return payload[:size]
 
 
 _keys: dict[tuple, bytes] = {}

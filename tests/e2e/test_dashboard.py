@@ -240,7 +240,7 @@ def test_an_api_key_created_in_the_dashboard_works_and_its_secret_is_shown_once(
 def test_an_agent_sees_only_the_pages_its_role_may_use(context, server, tenant):
     agent = tenant.add_operator("agent")
     page = Dashboard(context, server, dataclasses.replace(tenant, operator_email=agent.email)).sign_in().page
-    assert page.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Reports"]
+    assert page.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Canned responses", "Reports"]
     answers = []
     page.on("response", lambda response: answers.append(response.status) if "/api/apikeys" in response.url else None)
     page.goto(server.base_url + "/app/keys")

@@ -11,6 +11,7 @@ import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 const PAGES = {
   inbox: ["Inbox", "./pages/inbox.js", "parley-inbox"],
   documents: ["Help documents", "./pages/documents.js", "parley-documents"],
+  cannedresponses: ["Canned responses", "./pages/cannedresponses.js", "parley-cannedresponses"],
   webhooks: ["Webhooks", "./pages/webhooks.js", "parley-webhooks", "admin"],
   keys: ["API keys", "./pages/keys.js", "parley-keys", "admin"],
   websites: ["Websites", "./pages/websites.js", "parley-websites", "admin"],
@@ -23,6 +24,8 @@ const PAGES = {
 // every operator's own, opened from its name in the header rather than the navigation; the one page of an
 // operator who must enrol in two-factor sign-in (the organization requires it) until they have
 const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
+// the results of the header's search box, opened from it rather than the navigation
+const SEARCH = ["Search", "./pages/search.js", "parley-search"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
 
@@ -210,6 +213,7 @@ class ParleyApp extends HTMLElement {
       h("header", {class: "top"},
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
+        this.enrolOnly ? null : this.searchForm(),
         this.liveState,
         this.availability,
         h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
@@ -221,10 +225,26 @@ class ParleyApp extends HTMLElement {
       this.nav, this.outlet);
   }
 
+  /** The one search box: across the organization's conversations, messages, notes and customers. */
+  searchForm() {
+    this.searchBox = h("input", {type: "search", id: "search-box", name: "q", autocomplete: "off",
+      placeholder: "Search conversations", "aria-label": "Search conversations", onkeydown: (event) => {
+        if (event.key !== "ArrowDown") return; // down from the box to the first result
+        const first = this.outlet.querySelector(".search-results a");
+        if (first) { event.preventDefault(); first.focus(); }
+      }});
+    return h("form", {role: "search", "aria-label": "Conversations", class: "search-form", onsubmit: (event) => {
+      event.preventDefault();
+      const q = this.searchBox.value.trim();
+      if (q) this.navigate(`/app/search?${new URLSearchParams({q})}`);
+    }}, this.searchBox);
+  }
+
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = key === "profile" || this.enrolOnly ? PROFILE : PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" || this.enrolOnly ? PROFILE : key === "search" ? SEARCH : PAGES[key] ?? PAGES.inbox;
+    if (key === "search" && this.searchBox) this.searchBox.value = new URLSearchParams(location.search).get("q") ?? "";
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

@@ -1,8 +1,9 @@
 // One conversation: the transcript (notes, operator-only conversations and the AI agent's replies marked,
 // the agent's answer streaming in as it comes, quotes, ratings, reactions), the composer (reply or
-// internal note, with @mentions of the team), resolve/reopen, spam, pausing the agent, the read receipt
-// sent once the operator sees the visitor's latest message, the operator's typing shown to the visitor,
-// and the visitor's profile. Opened with `asOf`, it shows the conversation as it was then: read only.
+// internal note, with @mentions of the team and canned responses by "/shortcut"), resolve/reopen, spam,
+// pausing the agent, the read receipt sent once the operator sees the visitor's latest message, the
+// operator's typing shown to the visitor, and the visitor's profile. Opened with `asOf`, it shows the conversation as it
+// was then: read only.
 
 import {api, get} from "../api.js";
 import {Page} from "../page.js";
@@ -13,6 +14,8 @@ import {AttachmentPicker, attachmentsView} from "../attachments.js";
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
 const MENTION = /(^|\s)@([^\s@]*)$/;
+const CANNED = /(^|\s)\/([\w-]*)$/; // "/" and a shortcut's start, at the start of a word
+const MENU_SIZE = 8;
 const TYPING_EVERY_MS = 3000;  // the widget hides "typing…" 6 s after the last one
 
 class ParleyConversation extends Page {
@@ -45,6 +48,7 @@ class ParleyConversation extends Page {
       for (const key of ["rating", "ratingTime", "operatorRating", "operatorRatingTime", "reactions"]) if (key in detail) message[key] = detail[key];
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
+    this.listen("cannedresponse.changed", () => { this.cannedResponses = null; }); // read again when "/" is typed
     this.listen("conversation.updated", (detail) => {
       if (!this.ready || detail.conversationId !== this.conversationId) return;
       for (const key of ["resolved", "spam", "agentPaused"]) if (detail[key] != null) this.record[key] = detail[key];
@@ -67,6 +71,7 @@ class ParleyConversation extends Page {
     this.backHref = backHref;
     this.messages = new Map();
     this.replyTo = null;
+    this.cannedResponses = null; // read when the "/" menu first opens
     replace(this, h("p", {class: "empty", "aria-busy": "true"}, "Loading…"));
     let record, messages, visitor, agent;
     try {
@@ -244,7 +249,7 @@ class ParleyConversation extends Page {
 
   composerView() {
     this.textarea = h("textarea", {id: "composer-text", rows: "3", "aria-label": "Message",
-      placeholder: "Write a reply… (Enter sends, Shift+Enter adds a line, @ mentions a teammate)",
+      placeholder: "Write a reply… (Enter sends, Shift+Enter adds a line, @ mentions a teammate, / inserts a canned response)",
       "aria-autocomplete": "list", "aria-controls": "mentions"});
     this.suggestions = h("ul", {id: "mentions", role: "listbox", class: "mentions", hidden: true,
       "aria-label": "Mention a teammate"});
@@ -271,28 +276,64 @@ class ParleyConversation extends Page {
     this.textarea.placeholder = note ? "Write an internal note… the visitor never sees it" : "Write a reply…";
   }
 
-  suggest() {
+  /** The menu under the caret: teammates after "@", canned responses after "/" (a listbox the textarea controls). */
+  async suggest() {
     const before = this.textarea.value.slice(0, this.textarea.selectionStart);
-    const match = MENTION.exec(before);
-    const typed = match?.[2].toLowerCase();
-    const found = match ? this.app.operators.filter((o) => o.email.startsWith(typed)).slice(0, 6) : [];
-    this.suggestions.hidden = !found.length;
+    const mention = MENTION.exec(before);
+    const canned = !mention && CANNED.exec(before);
+    let options = [];
+    if (mention) {
+      const typed = mention[2].toLowerCase();
+      options = this.app.operators.filter((o) => o.email.startsWith(typed)).slice(0, MENU_SIZE).map((operator) => ({
+        attributes: {"data-email": operator.email}, label: operator.email, pick: () => this.mention(operator.email)}));
+    } else if (canned) {
+      const typed = canned[2].toLowerCase();
+      this.cannedResponses ??= get("/api/cannedresponses").catch(() => []);
+      const responses = await this.cannedResponses;
+      if (this.textarea.value.slice(0, this.textarea.selectionStart) !== before) return; // typed on meanwhile
+      options = responses.filter((r) => r.shortcut.startsWith(typed)).slice(0, MENU_SIZE).map((response) => ({
+        attributes: {"data-canned": response._id},
+        label: [h("span", {class: "canned-shortcut"}, `/${response.shortcut}`),
+                h("span", {class: "canned-preview"}, response.content.split("\n")[0].slice(0, 80))],
+        pick: () => this.insertCanned(response)}));
+    }
+    this.menu = options;
     this.active = 0;
-    replace(this.suggestions, found.map((operator, index) => h("li", {role: "option", id: `mention-${index}`,
-      "aria-selected": String(index === 0), "data-email": operator.email,
-      onmousedown: (event) => { event.preventDefault(); this.mention(operator.email); }}, operator.email)));
-    if (found.length) this.textarea.setAttribute("aria-activedescendant", "mention-0");
+    this.suggestions.hidden = !options.length;
+    this.suggestions.setAttribute("aria-label", canned ? "Insert a canned response" : "Mention a teammate");
+    replace(this.suggestions, options.map((option, index) => h("li", {role: "option", id: `suggestion-${index}`,
+      "aria-selected": String(index === 0), ...option.attributes,
+      onmousedown: (event) => { event.preventDefault(); option.pick(); }}, option.label)));
+    if (options.length) this.textarea.setAttribute("aria-activedescendant", "suggestion-0");
     else this.textarea.removeAttribute("aria-activedescendant");
   }
 
-  mention(email) {
-    const caret = this.textarea.selectionStart;
-    const before = this.textarea.value.slice(0, caret).replace(MENTION, (_, space) => `${space}@${email} `);
-    this.textarea.value = before + this.textarea.value.slice(caret);
-    this.textarea.setSelectionRange(before.length, before.length);
+  closeMenu() {
     this.suggestions.hidden = true;
     this.textarea.removeAttribute("aria-activedescendant");
+  }
+
+  /** The text before the caret with `pattern`'s match replaced by `text`; the caret after it. */
+  insertAtCaret(pattern, text) {
+    const caret = this.textarea.selectionStart;
+    const before = this.textarea.value.slice(0, caret).replace(pattern, (_, space) => `${space}${text}`);
+    this.textarea.value = before + this.textarea.value.slice(caret);
+    this.textarea.setSelectionRange(before.length, before.length);
+    this.closeMenu();
     this.textarea.focus();
+  }
+
+  mention(email) {
+    this.insertAtCaret(MENTION, `@${email} `);
+  }
+
+  /** The response's text, its placeholders filled: the visitor's name (or e-mail address), and yours. */
+  insertCanned(response) {
+    const visitor = this.visitor?.nickname || this.visitor?.email || "there";
+    const operator = this.app.me.displayName || this.app.me.email;
+    this.insertAtCaret(CANNED, response.content.replaceAll("{{visitor.name}}", visitor)
+      .replaceAll("{{operator.name}}", operator));
+    this.typed();
   }
 
   composerKey(event, form) {
@@ -303,15 +344,17 @@ class ParleyConversation extends Page {
         this.active = (this.active + (event.key === "ArrowDown" ? 1 : options.length - 1)) % options.length;
         options.forEach((option, index) => option.setAttribute("aria-selected", String(index === this.active)));
         this.textarea.setAttribute("aria-activedescendant", options[this.active].id);
+        options[this.active].scrollIntoView({block: "nearest"});
         return;
       }
       if (event.key === "Enter" || event.key === "Tab") {
         event.preventDefault();
-        this.mention(options[this.active].dataset.email);
+        this.menu[this.active].pick();
         return;
       }
       if (event.key === "Escape") {
-        this.suggestions.hidden = true;
+        event.preventDefault();
+        this.closeMenu();
         return;
       }
     }

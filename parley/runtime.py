@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from delivery.agent import AgentSettings, Worker as AgentWorker
 from delivery.campaigns import Sender
+from delivery.snooze import Waker
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.sealing import Sealer, check_key
 from events.store import EventStore, RecoveringPool
@@ -85,6 +86,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
+    "snooze": lambda r: Waker(r.store, r.database_url, r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
 }

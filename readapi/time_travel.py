@@ -18,7 +18,7 @@ from events.history import HEAD, HistoryFilter, pages_async
 from events.public import Shape, public_of
 from events.store import Recorded, decode_event
 from events.ids import parse_id
-from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
+from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_conversation_record, new_message, parse_fields, parse_int,
                                  parse_sort, project)
 from projections.views.history_query import parse_time
 from projections.views.identities import OperatorIdentity, identities
@@ -68,8 +68,7 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
     for recorded in records:
         e = recorded.event
         if isinstance(e, ev.ConversationCreated):
-            conversation = ConversationRecord(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False,
-                                              False, e.operator_only, False, dict(e.metadata))
+            conversation = new_conversation_record(e)
         elif conversation is None:
             continue
         elif isinstance(e, ev.ConversationUpdated):

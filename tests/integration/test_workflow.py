@@ -14,6 +14,7 @@ import pytest
 
 from commands.deciders.conversation import fold_conversation
 from tests.integration.test_resources import create_conversation, create_customer, post_message
+from tests.support.visitors import EventStream
 
 
 def ok(response: httpx.Response) -> dict:
@@ -264,3 +265,23 @@ def test_twenty_operators_changing_the_same_conversations_lose_no_update(http, t
             assert shown["assigneeId"] in {str(o.id) for o in operators}
     finally:
         store.close()
+
+
+def test_every_open_dashboard_is_pushed_the_workflows_changes(server, http, tenant, conversation):
+    cid = conversation["_id"]
+    refund = label(http, tenant, "refund")
+    colleague = tenant.add_operator("agent")
+    until = (datetime.now(timezone.utc) + timedelta(hours=1)).replace(microsecond=0)
+    with EventStream(server.base_url, "/api/realtime", colleague.headers) as stream:
+        for change in ({"assigneeId": str(colleague.id)}, {"addLabels": ["refund"]}, {"priority": "high"},
+                       {"snoozedUntil": until.isoformat()}, {"snoozed": False}, {"assigneeId": None}):
+            ok(patch(http, tenant.operator, cid, change))
+        pushed = stream.until(lambda p: p.event == "conversation.updated" and p.data.get("assigneeId", 0) is None)
+    changes = [p.data for p in pushed if p.event == "conversation.updated"]
+    assert changes == [
+        {"conversationId": cid, "assigneeId": str(colleague.id), "teamId": None},
+        {"conversationId": cid, "labelsAdded": [refund["_id"]], "labelsRemoved": []},
+        {"conversationId": cid, "priority": "high"},
+        {"conversationId": cid, "snoozed": True, "snoozedUntil": until.isoformat().replace("+00:00", "Z")},
+        {"conversationId": cid, "snoozed": False, "snoozedUntil": None},
+        {"conversationId": cid, "assigneeId": None, "teamId": None}]

@@ -24,9 +24,14 @@ from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id
 
-EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
+# The events an empty `events` list meant before any other kind was added: what it still means for the
+# subscriptions recorded then (they carry no `known_events`).
+FIRST_EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
+EVENT_NAMES = (*FIRST_EVENT_NAMES, "conversation.assigned", "conversation.resolved", "conversation.reopened",
+               "conversation.labeled")
+EVERY_EVENT = "*"  # every event, now and later (docs/decisions.md)
 # Documented as the enum it is; checked by `valid_events`, which names the unknown one in its answer.
-EventName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(EVENT_NAMES)})]
+EventName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": [*EVENT_NAMES, EVERY_EVENT]})]
 FAILURE_LIMIT = 20  # the contract's rule: this many failed deliveries in a row disable the subscription
 
 
@@ -63,8 +68,13 @@ def valid_url(url: str, allow_private: bool) -> str:
         raise Invalid(str(exc), "url") from None
 
 
+def known_events(events: list[str]) -> list[str] | None:
+    """What an empty list stands for, recorded with it: the events there are now (and no more, later)."""
+    return None if events else list(EVENT_NAMES)
+
+
 def valid_events(events: list[str]) -> list[str]:
-    unknown = [name for name in events if name not in EVENT_NAMES]
+    unknown = [name for name in events if name not in EVENT_NAMES and name != EVERY_EVENT]
     if unknown:
         raise Invalid(f"unknown event {unknown[0]!r}; the events are {', '.join(EVENT_NAMES)}", "events")
     return list(dict.fromkeys(events))
@@ -78,7 +88,7 @@ def subscribe(store: EventStore, sealer: Sealer, principal: Principal, body: Web
     subscription_id, secret = new_id(), "whsec_" + secrets.token_hex(32)
     position = store.append(Pending(subscription_id, 1, ev.WebhookSubscribed(
         org_id=principal.org_id, at=now(), subscription_id=subscription_id, website_id=website_id, url=url,
-        events=events, secret=sealer.seal(secret))))
+        events=events, secret=sealer.seal(secret), known_events=known_events(events))))
     return Created(subscription_id, position), secret
 
 
@@ -86,10 +96,11 @@ def update(store: EventStore, principal: Principal, subscription_id: uuid.UUID |
            allow_private: bool) -> Created:
     def decide(current: Subscription) -> list[Pending]:
         check_immutable(current, body.secret, body.website_id)
+        events = body.events if body.events is msgspec.UNSET else valid_events(body.events)
         return decide_update(current, now(),
                              url=body.url if body.url is msgspec.UNSET else valid_url(body.url, allow_private),
-                             events=body.events if body.events is msgspec.UNSET else valid_events(body.events),
-                             active=body.active)
+                             events=events, active=body.active,
+                             known_events=None if events is msgspec.UNSET else known_events(events))
     appended = execute(store, principal.org_id, lambda: load_subscription(store, principal.org_id, subscription_id),
                        decide, retry=False)
     return Created(appended.state.subscription_id, appended.position)

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from typing import AsyncIterator, Callable, NamedTuple
 
 import msgspec
+from msgspec import UNSET, UnsetType
 from psycopg_pool import AsyncConnectionPool
 
 from events import stream
@@ -39,7 +40,7 @@ from events import types as ev
 from events.live import CHANNEL_BACKLOG, Channel, Held, LiveConnection, LiveFrame, live_decoder, live_subject
 from events.store import EventStore, Recorded
 from commands.deciders.operator import fold_operator
-from projections.views.collections import Conversation, new_message
+from projections.views.collections import new_conversation, new_message
 from projections.views.credentials import credential_generation, standing
 from projections.views.identities import OperatorIdentity, identity
 from projections.views.visitors import chat_conversation_of, chat_message_of
@@ -76,12 +77,37 @@ class VisitorMessageUpdate(msgspec.Struct, rename="camel"):
 
 
 class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
+    """What changed of a conversation: only the fields present did. The team's workflow fields are present
+    as null when they became null (unassigned, no team, woken)."""
+
     conversation_id: uuid.UUID
     resolved: bool | None = None
     spam: bool | None = None
     agent_paused: bool | None = None
     agent_pause_reason: str | None = None  # why the agent handed the conversation to the team
     handoff: bool = False
+    assignee_id: uuid.UUID | None | UnsetType = UNSET
+    team_id: uuid.UUID | None | UnsetType = UNSET
+    labels_added: list[uuid.UUID] | UnsetType = UNSET  # label ids (GET /api/labels names them)
+    labels_removed: list[uuid.UUID] | UnsetType = UNSET
+    priority: str | UnsetType = UNSET
+    snoozed: bool | UnsetType = UNSET
+    snoozed_until: datetime | None | UnsetType = UNSET
+
+
+def workflow_change(e: ev.Event) -> ConversationChange | None:
+    """The `conversation.updated` frame of a workflow event (assignment, labels, priority, snooze)."""
+    if isinstance(e, ev.ConversationAssigned):
+        return ConversationChange(e.conversation_id, assignee_id=e.assignee_id, team_id=e.team_id)
+    if isinstance(e, ev.ConversationLabelsChanged):
+        return ConversationChange(e.conversation_id, labels_added=e.added, labels_removed=e.removed)
+    if isinstance(e, ev.ConversationPrioritySet):
+        return ConversationChange(e.conversation_id, priority=e.priority)
+    if isinstance(e, ev.ConversationSnoozed):
+        return ConversationChange(e.conversation_id, snoozed=True, snoozed_until=e.until)
+    if isinstance(e, ev.ConversationWoken):
+        return ConversationChange(e.conversation_id, snoozed=False, snoozed_until=None)
+    return None
 
 
 class CannedResponseChange(msgspec.Struct):
@@ -113,11 +139,12 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
     a message."""
     e, at = recorded.event, recorded.position
     if isinstance(e, ev.ConversationCreated):
-        return frame(at, "conversation.created", Conversation(
-            e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False, False, e.operator_only, False))
+        return frame(at, "conversation.created", new_conversation(e))
     if isinstance(e, ev.ConversationUpdated):
         return frame(at, "conversation.updated", ConversationChange(e.conversation_id, e.resolved, e.spam,
                                                                     e.agent_paused, e.agent_pause_reason, e.handoff))
+    if (change := workflow_change(e)) is not None:
+        return frame(at, "conversation.updated", change)
     if isinstance(e, ev.MessageCreated):
         return frame(at, "message.created", new_message(e, author))
     if isinstance(e, ev.MessageRated):

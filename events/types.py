@@ -425,22 +425,26 @@ class SandboxJobCreated(Event, frozen=True):
 
 # Webhook subscriptions: never the signing secret, and not the URL either: an endpoint's URL often is a
 # credential itself (a path or query token that lets anyone post to it).
-@public("subscription_id", "website_id", "events")
+@public("subscription_id", "website_id", "events", "known_events")
 class WebhookSubscribed(Event, frozen=True):
     subscription_id: uuid.UUID
     website_id: uuid.UUID
     url: str
-    events: list[str]
+    events: list[str]  # empty: every event of `known_events`; "*": every event, now and later
     secret: str  # sealed (events/sealing.py), opened to sign each delivery; in the clear when written before sealing
+    # With `events` empty, the events there were when it was made (docs/decisions.md); None in a subscription
+    # recorded before new kinds came: the first three (commands.webhooks.FIRST_EVENT_NAMES).
+    known_events: list[str] | None = None
 
 
-@public("subscription_id", "events")
+@public("subscription_id", "events", "known_events")
 class WebhookUpdated(Event, frozen=True):
     """Only the fields given change."""
 
     subscription_id: uuid.UUID
     url: str | None = None
     events: list[str] | None = None
+    known_events: list[str] | None = None  # with `events` set empty: as on `WebhookSubscribed`
 
 
 @public("subscription_id", "reason")

@@ -21,7 +21,7 @@ from commands.documents import Fields, import_each
 from parley import login as signin
 from parley.client import DEFAULT_PROFILE, Api, Profile, Refused, print_json, print_table, read_text
 
-INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
+INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam", "mine", "unassigned", "snoozed")
 
 
 class Usage(Exception):
@@ -208,6 +208,51 @@ def cmd_reopen(args: argparse.Namespace) -> None:
     _set_resolved(args, False)
 
 
+def _operator_id(api: Api, given: str) -> str:
+    """An operator by `me`, e-mail address or id."""
+    if given == "me":
+        return api.get("/api/operators/me")["_id"]
+    try:
+        return str(uuid.UUID(given))
+    except ValueError:
+        pass
+    found = api.get("/api/operators", email=given.strip().lower())
+    if len(found) != 1:
+        raise Usage(f"no operator of this organization has the e-mail address {given!r}")
+    return found[0]["_id"]
+
+
+def _team_id(api: Api, given: str) -> str:
+    """A team by id or name (case aside)."""
+    teams = api.get("/api/teams")
+    found = [t["_id"] for t in teams if given in (t["_id"], t["_id"][:len(given)]) or t["name"].lower() == given.lower()]
+    if len(found) != 1:
+        names = ", ".join(t["name"] for t in teams) or "none"
+        raise Usage(f"no single team is {given!r} (this organization has: {names})")
+    return found[0]
+
+
+def cmd_assign(args: argparse.Namespace) -> None:
+    """Assigns a conversation to an operator (`me` by default) and/or a team, or unassigns it."""
+    api = _api(args)
+    conversation_id = _conversation_id(api, args.id)
+    change: dict[str, str | None] = {}
+    if args.unassign:
+        change = {"assigneeId": None, "teamId": None}
+    else:
+        change["assigneeId"] = _operator_id(api, args.operator)
+        if args.team:
+            change["teamId"] = _team_id(api, args.team)
+    conversation = api.call("PATCH", f"/api/conversations/{conversation_id}", json=change)
+    if args.json:
+        print_json(conversation)
+    elif conversation["assigneeId"] is None and conversation["teamId"] is None:
+        print(f"Conversation {conversation_id} is unassigned")
+    else:
+        team = f" (team {conversation['teamId']})" if conversation["teamId"] else ""
+        print(f"Conversation {conversation_id} is assigned to {conversation['assigneeId'] or 'nobody'}{team}")
+
+
 def cmd_docs_search(args: argparse.Namespace) -> None:
     api = _api(args)
     website = _website_id(api, args.website) if args.website else None
@@ -320,6 +365,12 @@ def add_commands(commands, events, docs) -> None:
     for name, func, what in (("resolve", cmd_resolve, "mark a conversation resolved"),
                              ("reopen", cmd_reopen, "open a resolved conversation again")):
         _command(commands, name, func, what, f"parley {name} CONVERSATION_ID").add_argument("id")
+    assign = _command(commands, "assign", cmd_assign, "assign a conversation to an operator or a team, or unassign it",
+                      "parley assign 0b6f7d8e bo@example.com --team Billing")
+    assign.add_argument("id", help="the conversation's id, or its beginning")
+    assign.add_argument("operator", nargs="?", default="me", help="me (default), an e-mail address or an operator id")
+    assign.add_argument("--team", help="also assign it to this team (name or id)")
+    assign.add_argument("--unassign", action="store_true", help="take the operator and the team off it")
 
     search = _command(docs, "search", cmd_docs_search, "search the published help documents",
                       "parley docs search 'reset my password'")

@@ -26,6 +26,7 @@ from delivery.attachments import Sweeper
 from delivery.campaigns import Sender
 from delivery.mail import Mailer, MailSettings
 from delivery.mail_inbound import InboundSettings, start_listener
+from delivery.snooze import Waker
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.blobs import blob_store
 from events.sealing import Sealer, check_key
@@ -103,6 +104,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
+    "snooze": lambda r: Waker(r.store, r.database_url, r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
     "mail": lambda r: Mailer(r.database_url, mail_settings(r.settings), r.sealer, r.settings.notify_digest_seconds,

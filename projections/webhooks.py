@@ -13,8 +13,9 @@ import uuid
 
 import psycopg
 
+from commands.webhooks import EVERY_EVENT, FIRST_EVENT_NAMES
 from projections.views.identities import identities
-from projections.views.payloads import webhook_event
+from projections.views.payloads import WORKFLOW_EVENTS, webhook_event, workflow_webhook_event
 from events import types as ev
 from events.store import Recorded
 from events.ids import new_id
@@ -47,6 +48,22 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
     latency_ms integer NOT NULL, error text, response_body text, next_retry_at timestamptz);
 CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id);
 """)
+# Later columns, and the conversations' websites for the events that do not name theirs (the workflow's)
+WORKFLOW_DDL = ("rm_webhook_conversations_website", """
+ALTER TABLE rm_webhook_subscriptions ADD COLUMN IF NOT EXISTS known_events text[];
+CREATE TABLE IF NOT EXISTS rm_webhook_conversations (id uuid PRIMARY KEY, website_id uuid NOT NULL,
+    private boolean NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_webhook_conversations_website ON rm_webhook_conversations (website_id);
+""")
+
+
+def subscribed(events: list[str], known: list[str] | None, name: str) -> bool:
+    """Whether a subscription to `events` gets an event `name`: `*` every one, now and later; an empty list
+    the events there were when it was made (`known`; the first three for one recorded before: they were
+    all there was); otherwise those named (docs/decisions.md)."""
+    if not events:
+        return name in (known if known is not None else FIRST_EVENT_NAMES)
+    return EVERY_EVENT in events or name in events
 
 
 INSERT_DELIVERIES = """
@@ -72,19 +89,20 @@ class WebhookProjection:
     name = "webhooks"
 
     def __init__(self) -> None:
-        self.subscribers: dict[uuid.UUID, list[tuple[uuid.UUID, list[str]]]] | None = None
+        self.subscribers: dict[uuid.UUID, list[tuple[uuid.UUID, list[str], list[str] | None]]] | None = None
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         self.subscribers = None  # the runner (re)starts: whatever happened meanwhile is read again
         # CREATE INDEX IF NOT EXISTS still locks its table, and these tables are written by the projection
         # and the dispatchers at once (a deadlock waiting to happen): DDL runs only for what is missing.
-        for last_index, ddl in (SUBSCRIPTIONS_DDL, LOG_DDL):
+        for last_index, ddl in (SUBSCRIPTIONS_DDL, LOG_DDL, WORKFLOW_DDL):
             if (await (await conn.execute("SELECT to_regclass(%s)", (last_index,))).fetchone())[0] is None:
                 await conn.execute(ddl)
 
     async def drop(self, conn: psycopg.AsyncConnection) -> None:
         self.subscribers = None
-        await conn.execute("DROP TABLE IF EXISTS rm_webhook_subscriptions, rm_webhook_private_conversations")
+        await conn.execute("DROP TABLE IF EXISTS rm_webhook_subscriptions, rm_webhook_private_conversations, "
+                           "rm_webhook_conversations")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
@@ -94,12 +112,14 @@ class WebhookProjection:
         if isinstance(e, ev.WebhookSubscribed):
             await conn.execute(
                 "INSERT INTO rm_webhook_subscriptions (id, org_id, website_id, url, events, secret, created_at, "
-                "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (e.subscription_id, e.org_id, e.website_id, e.url, e.events, e.secret, e.at, e.at))
+                "updated_at, known_events) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (e.subscription_id, e.org_id, e.website_id, e.url, e.events, e.secret, e.at, e.at, e.known_events))
         elif isinstance(e, ev.WebhookUpdated):
             await conn.execute(
                 "UPDATE rm_webhook_subscriptions SET url = COALESCE(%s, url), events = COALESCE(%s, events), "
-                "updated_at = %s WHERE id = %s", (e.url, e.events, e.at, e.subscription_id))
+                "known_events = CASE WHEN %s::text[] IS NULL THEN known_events ELSE %s END, "
+                "updated_at = %s WHERE id = %s",
+                (e.url, e.events, e.events, e.known_events, e.at, e.subscription_id))
         elif isinstance(e, ev.WebhookDisabled):
             await conn.execute(
                 "UPDATE rm_webhook_subscriptions SET active = false, disabled_reason = %s, updated_at = %s "
@@ -115,9 +135,15 @@ class WebhookProjection:
 
     async def _deliverable(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
-        if isinstance(e, ev.ConversationCreated) and e.operator_only:
-            await conn.execute("INSERT INTO rm_webhook_private_conversations (id) VALUES (%s) ON CONFLICT DO NOTHING",
-                               (e.conversation_id,))
+        if isinstance(e, ev.ConversationCreated):
+            if e.operator_only:
+                await conn.execute("INSERT INTO rm_webhook_private_conversations (id) VALUES (%s) "
+                                   "ON CONFLICT DO NOTHING", (e.conversation_id,))
+            await conn.execute("INSERT INTO rm_webhook_conversations (id, website_id, private) VALUES (%s, %s, %s) "
+                               "ON CONFLICT DO NOTHING", (e.conversation_id, e.website_id, e.operator_only))
+        if isinstance(e, WORKFLOW_EVENTS):
+            await self._workflow(conn, recorded)
+            return
         if not isinstance(e, WEBSITE_EVENTS):
             return
         # Most websites have no subscription: they cost no query (a read would end the batch's pipeline).
@@ -134,19 +160,50 @@ class WebhookProjection:
         delivered = webhook_event(e, private, operator)
         if delivered is None:
             return
+        await self._deliver(conn, recorded, candidates, delivered)
+
+    async def _deliver(self, conn: psycopg.AsyncConnection, recorded: Recorded,
+                       candidates: list[tuple[uuid.UUID, list[str], list[str] | None]],
+                       delivered: tuple[str, bytes]) -> None:
         name, body = delivered
-        subscribers = [subscription_id for subscription_id, events in candidates if not events or name in events]
+        subscribers = [subscription_id for subscription_id, events, known in candidates
+                       if subscribed(events, known, name)]
         if not subscribers:
             return
-        await conn.execute(INSERT_DELIVERIES, (e.org_id, recorded.position, name, body,
+        await conn.execute(INSERT_DELIVERIES, (recorded.event.org_id, recorded.position, name, body,
                                                [new_id() for _ in subscribers], subscribers))
         await conn.execute("SELECT pg_notify(%s, '')", (WAKE_CHANNEL,))
 
-    async def _subscriptions(self, conn: psycopg.AsyncConnection) -> dict[uuid.UUID, list[tuple[uuid.UUID, list[str]]]]:
-        """The active subscriptions by website: (id, event names, empty for all)."""
+    async def _workflow(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        """The workflow's events name their conversation only: its website comes from this projection's own
+        table (or, for a conversation made before it was kept, the core read model's, where it never changes)."""
+        e = recorded.event
+        if isinstance(e, ev.ConversationUpdated) and e.resolved is None:
+            return
+        found = await (await conn.execute(
+            "SELECT website_id, private FROM rm_webhook_conversations WHERE id = %s UNION ALL "
+            "SELECT website_id, operator_only FROM rm_conversations WHERE id = %s LIMIT 1",
+            (e.conversation_id, e.conversation_id))).fetchone()
+        if found is None or found[1]:
+            return  # never anything about an operator-only conversation
+        candidates = (await self._subscriptions(conn)).get(found[0])
+        if not candidates:
+            return
+        names: dict[uuid.UUID, str] = {}
+        if isinstance(e, ev.ConversationLabelsChanged):
+            names = dict(await (await conn.execute("SELECT id, name FROM rm_labels WHERE id = ANY(%s)",
+                                                   ([*e.added, *e.removed],))).fetchall())
+        delivered = workflow_webhook_event(e, found[0], names)
+        if delivered is not None:
+            await self._deliver(conn, recorded, candidates, delivered)
+
+    async def _subscriptions(self, conn: psycopg.AsyncConnection) -> dict[
+            uuid.UUID, list[tuple[uuid.UUID, list[str], list[str] | None]]]:
+        """The active subscriptions by website: (id, event names, what an empty list of them stands for)."""
         if self.subscribers is None:
             self.subscribers = {}
-            for website_id, subscription_id, events in await (await conn.execute(
-                    "SELECT website_id, id, events FROM rm_webhook_subscriptions WHERE active ORDER BY id")).fetchall():
-                self.subscribers.setdefault(website_id, []).append((subscription_id, events))
+            for website_id, subscription_id, events, known in await (await conn.execute(
+                    "SELECT website_id, id, events, known_events FROM rm_webhook_subscriptions WHERE active "
+                    "ORDER BY id")).fetchall():
+                self.subscribers.setdefault(website_id, []).append((subscription_id, events, known))
         return self.subscribers

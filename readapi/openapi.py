@@ -77,6 +77,7 @@ from litestar.handlers import HTTPRouteHandler
 
 from readapi.auth import KIND_NAMES, OPT_KEY, SECURITY_SCHEMES, Auth
 from projections.views.collections import MAX_COUNT, Collection
+from projections.views.payloads import WEBHOOK_DATA
 from readapi.deprecation import OPT_KEY as DEPRECATION_KEY
 from readapi.problems import TITLES, Problem
 from projections.views.parameters import Parameter, header, partial, query
@@ -165,7 +166,8 @@ LIMIT = query("limit", Offset, "At most this many records; 0 (the default) means
 SKIP = query("skip", Offset, "Skip this many records first; 0 by default.")
 SORT_DIRECTION = query("sortDirection", Literal["ASC", "DESC"], "The sort direction.")
 API_VERSION = header("API-Version", Literal["1"], "The API version the client speaks; 1 when absent.")
-FILTER_TYPES = {"uuid": uuid.UUID, "str": str, "bool": bool}
+FILTER_TYPES = {"uuid": uuid.UUID, "str": str, "bool": bool, "labels": str}
+FILTER_DESCRIPTIONS = {"labels": "Only records carrying every label named (comma-separated names)."}
 
 
 def fields_parameter(shape: type[msgspec.Struct]) -> Parameter:
@@ -177,7 +179,7 @@ def fields_parameter(shape: type[msgspec.Struct]) -> Parameter:
 
 def collection_query(collection: Collection, *extra: Parameter) -> tuple[Parameter, ...]:
     """The query of `GET /api/<collection>`: its filters, sort, limit, skip and fields."""
-    filters = [query(name, FILTER_TYPES[kind], f"Only records whose `{name}` is this.")
+    filters = [query(name, FILTER_TYPES[kind], FILTER_DESCRIPTIONS.get(kind, f"Only records whose `{name}` is this."))
                for name, (_, kind) in collection.filters.items()]
     sort_field = query("sortField", Literal[tuple(collection.sorts)],  # type: ignore[misc]
                        f"The field to sort by; `{collection.default_sort}` by default.")
@@ -203,6 +205,8 @@ RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
                                "organization sees it (read-your-writes).", {"type": "string", "pattern": "^[0-9]+$"}),
     "WWW-Authenticate": _header("The credential schemes this route accepts.", required=True),
     "Location": _header("Where the created resource can be read.", required=True),
+    "ETag": _header("The version of the record as answered: send it back as `If-Match` to change it only if "
+                    "nobody changed it since (412 otherwise).", required=True),
     "Deprecation": _header("When this route was deprecated (RFC 9745: `@<unix seconds>`).", required=True),
     "Sunset": _header("When this route will be removed (RFC 8594, an HTTP date).", required=True),
     "Link": _header('The deprecation notice: `<url>; rel="deprecation"`.', required=True),
@@ -213,6 +217,7 @@ ERROR_DESCRIPTIONS = {
     403: "The credential is of a kind this route does not accept, or lacks the scope.",
     404: "The resource does not exist (or belongs to another organization or website).",
     409: "The resource's state does not allow this request.",
+    412: "`If-Match` names a version the resource has moved on from: nothing was changed.",
     413: "The request body is too large.",
     415: "The request body's Content-Type is not one this route accepts.",
     429: "The credential's (or the client address's) rate limit is spent for this window.",
@@ -241,6 +246,8 @@ TAGS = {
     "pets": "Mascot artwork checked before it is used.",
     "realtime": "The operator dashboard's live stream.",
     "reports": "Figures about conversations over a period.",
+    "teams": "The organization's teams: groups of operators a conversation can be assigned to.",
+    "labels": "The organization's labels, put on conversations to sort and filter them.",
     "sandbox": "Demonstration routes that need no credential.",
     "search": "Search across the organization's conversations, messages, notes and customers.",
     "setup": "A fresh install's first owner and organization.",
@@ -449,6 +456,23 @@ def documented_path(route_path: str) -> str:
     return re.sub(r"{(\w+)(?::\w+)?}", lambda m: "{" + path_parameter(m.group(1))[0] + "}", route_path)
 
 
+def webhook_operations(schemas: _Schemas) -> dict[str, Any]:
+    """The document's `webhooks`: what each event a subscription names posts to its URL (signed, see the
+    webhook subscriptions). A subscription's `events` empty means the events there were when it was made;
+    `"*"` every event, now and later."""
+    operations = {}
+    for name, shape in WEBHOOK_DATA.items():
+        properties: dict[str, Any] = {"event": {"const": name}, "timestamp": {
+            "type": "integer", "description": "The event's commit time, Unix seconds; the same on every retry."}}
+        schemas.place(properties, "data", shape)
+        operations[name] = {"post": {
+            "summary": f"`{name}`", "operationId": "webhook" + "".join(p.title() for p in re.split(r"[._]", name)),
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["event", "timestamp", "data"], "properties": properties}}}},
+            "responses": {"2XX": {"description": "Delivered; any other answer is retried."}}}}
+    return operations
+
+
 def route_handlers(app: Litestar) -> Iterable[tuple[str, HTTPRouteHandler]]:
     """Every (path, handler) the app serves, but Litestar's own automatic OPTIONS handlers."""
     for route in app.routes:
@@ -478,6 +502,7 @@ def build_document(app: Litestar) -> dict[str, Any]:
     api_version = {"name": API_VERSION.name, "in": "header", "required": False,
                    "description": API_VERSION.description}
     schemas.place(api_version, "schema", API_VERSION.type)
+    webhooks = webhook_operations(schemas)
     components = schemas.resolve()
     # only the headers some answer names (Deprecation, Sunset and Link wait for a deprecated route)
     used_headers = {name for item in paths.values() for operation in item.values()
@@ -490,6 +515,7 @@ def build_document(app: Litestar) -> dict[str, Any]:
         "servers": [{"url": public_base_url(app), "description": "This Parley server."}],
         "tags": [{"name": tag, **({"description": TAGS[tag]} if tag in TAGS else {})} for tag in used_tags],
         "paths": dict(sorted(paths.items())),
+        "webhooks": webhooks,
         "components": {"schemas": components, "headers": {
                            name: value for name, value in RESPONSE_HEADERS.items() if name in used_headers},
                        "parameters": {"API-Version": api_version},

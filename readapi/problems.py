@@ -19,7 +19,7 @@ log = logging.getLogger("parley.api")
 
 PROBLEM_TYPE = "https://parley.dev/problems/"
 TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-          409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type", 429: "Too Many Requests",
+          409: "Conflict", 412: "Precondition Failed", 413: "Content Too Large", 415: "Unsupported Media Type", 429: "Too Many Requests",
           500: "Internal Server Error", 503: "Service Unavailable"}
 _PATH = re.compile(r"at `\$\.?([^`]*)`")
 _MISSING = re.compile(r"(?:missing required|unknown) field `([^`]*)`")

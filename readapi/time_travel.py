@@ -18,13 +18,14 @@ from events.history import HEAD, HistoryFilter, pages_async
 from events.public import Shape, public_of
 from events.store import Recorded, decode_event
 from events.ids import parse_id
-from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_message, parse_fields, parse_int,
+from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_conversation_record, new_message, parse_fields, parse_int,
                                  parse_sort, project)
 from projections.views.history_query import parse_time
 from projections.views.identities import OperatorIdentity, identities
 from projections.views.inbox import InboxPage, website_of
 from projections.views.inbox_as_of import INBOX_EVENTS, check_params, past_inbox, read_inbox_as_of
 from projections.views.parameters import PositionOrTime, query
+from projections.views.workflow import LABELS, read_all
 from readapi.services import Services
 
 
@@ -87,15 +88,16 @@ async def inbox_as_of(svc: Services, principal: Principal, params: Mapping[str, 
 
 
 def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] | None = None,
+         label_names: Mapping[uuid.UUID, str] | None = None,
          ) -> tuple[ConversationRecord | None, dict[uuid.UUID, Message]]:
     """The conversation and its messages after these events, as projections/core.py writes them; a message's
-    author as `authors` names them today (an operator's name and avatar are not history)."""
-    conversation, messages = None, {}
+    author as `authors` names them today (an operator's name and avatar are not history), and its labels by
+    their names today (`label_names`; a label deleted since is left out, as the read model leaves it)."""
+    conversation, messages, labels = None, {}, set()
     for recorded in records:
         e = recorded.event
         if isinstance(e, ev.ConversationCreated):
-            conversation = ConversationRecord(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False,
-                                              False, e.operator_only, False, dict(e.metadata))
+            conversation = new_conversation_record(e)
         elif conversation is None:
             continue
         elif isinstance(e, ev.ConversationUpdated):
@@ -104,12 +106,24 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
             conversation.agent_paused = conversation.agent_paused if e.agent_paused is None else e.agent_paused
         elif isinstance(e, ev.ConversationMetadataSet):
             conversation.metadata = {k: v for k, v in {**conversation.metadata, **e.values}.items() if v is not None}
+        elif isinstance(e, ev.ConversationAssigned):
+            conversation.assignee_id, conversation.team_id = e.assignee_id, e.team_id
+        elif isinstance(e, ev.ConversationLabelsChanged):
+            labels = (labels | set(e.added)) - set(e.removed)
+            conversation.labels = sorted((label_names[i] for i in labels if i in (label_names or {})), key=str.lower)
+        elif isinstance(e, ev.ConversationPrioritySet):
+            conversation.priority = e.priority
+        elif isinstance(e, (ev.ConversationSnoozed, ev.ConversationWoken)):
+            conversation.snoozed = isinstance(e, ev.ConversationSnoozed)
+            conversation.snoozed_until = e.until if isinstance(e, ev.ConversationSnoozed) else None
         elif isinstance(e, ev.MessageCreated):
             messages.setdefault(e.message_id, new_message(e, (authors or {}).get(e.operator_id)))
             conversation.last_edit_time = max(conversation.last_edit_time, e.at)
             # the team's own reply pauses the AI agent there
             conversation.agent_paused |= (e.sender == "operator" and e.author is None and e.campaign_id is None
                                           and not e.internal)
+            if e.sender == "customer" and not e.internal:  # the visitor's message wakes a snoozed conversation
+                conversation.snoozed, conversation.snoozed_until = False, None
         elif (message := messages.get(getattr(e, "message_id", None))) is not None:
             if isinstance(e, ev.MessageRead):
                 message.read = True
@@ -124,7 +138,10 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
 
 async def conversation_as_of(svc: Services, principal: Principal, conversation_id: uuid.UUID | None,
                              as_of: AsOf) -> ConversationRecord:
-    conversation, _ = fold(await conversation_events(svc, principal, conversation_id, as_of))
+    records = await conversation_events(svc, principal, conversation_id, as_of)
+    async with svc.pool.connection() as conn:
+        label_names = {label.id: label.name for label in await read_all(conn, LABELS, principal)}
+    conversation, _ = fold(records, label_names=label_names)
     if conversation is None:
         raise NotFound("conversation not found at that moment")
     return conversation
@@ -167,6 +184,8 @@ def actor_of(event: ev.Event, customer_id: uuid.UUID) -> ev.Actor | None:
     """Who made the change: recorded on the event, or told by who sent, rated or reacted."""
     if (actor := getattr(event, "actor", None)) is not None:
         return actor
+    if isinstance(event, ev.ConversationReadByOperator):  # an operator's own read mark
+        return ev.Actor("operator", event.operator_id)
     sender = getattr(event, "sender", None)
     person = getattr(event, "person_id", None) or getattr(event, "operator_id", None)
     if sender == "customer":

@@ -55,7 +55,8 @@ def check_immutable(subscription: Subscription, secret: str | None | UnsetType,
 
 
 def decide_update(subscription: Subscription, at: datetime, *, url: str | UnsetType = UNSET,
-                  events: list[str] | UnsetType = UNSET, active: bool | UnsetType = UNSET) -> list[Pending]:
+                  events: list[str] | UnsetType = UNSET, active: bool | UnsetType = UNSET,
+                  known_events: list[str] | None = None) -> list[Pending]:
     """The URL and events (checked already) as given, and the subscription (re-)enabled or disabled;
     nothing for what it has already."""
     url = subscription.url if url is UNSET else url
@@ -64,7 +65,8 @@ def decide_update(subscription: Subscription, at: datetime, *, url: str | UnsetT
     changes: list[ev.Event] = []
     if url != subscription.url or events != subscription.events:
         changes.append(ev.WebhookUpdated(**base, url=url if url != subscription.url else None,
-                                         events=events if events != subscription.events else None))
+                                         events=events if events != subscription.events else None,
+                                         known_events=known_events if events != subscription.events else None))
     if active is not UNSET and active != subscription.active:
         changes.append(ev.WebhookEnabled(**base) if active
                        else ev.WebhookDisabled(**base, reason="disabled by an operator"))

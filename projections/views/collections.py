@@ -25,6 +25,7 @@ from commands.websites import BrandColor
 from projections.views.availability import EFFECTIVE, Availability
 from projections.views.attachments import AttachmentView, attachment_views, stored_views
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
+from projections.workflow import ASLEEP
 
 
 class Website(msgspec.Struct, rename={"id": "_id", "website_name": "websiteName", "brand_color": "brandColor",
@@ -55,9 +56,14 @@ class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
     updated_at: datetime
 
 
+Priority = Literal["none", "low", "medium", "high", "urgent"]
+
+
 class Conversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "customer_id": "customerId",
                                            "created_at": "createdAt", "last_edit_time": "lastEditTime",
-                                           "operator_only": "operatorOnly", "agent_paused": "agentPaused"}):
+                                           "operator_only": "operatorOnly", "agent_paused": "agentPaused",
+                                           "assignee_id": "assigneeId", "team_id": "teamId",
+                                           "snoozed_until": "snoozedUntil"}):
     id: uuid.UUID
     website_id: uuid.UUID
     customer_id: uuid.UUID
@@ -67,12 +73,36 @@ class Conversation(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId
     spam: bool
     operator_only: bool
     agent_paused: bool  # the website's AI agent does not answer here (an operator replied or paused it)
+    assignee_id: uuid.UUID | None  # the operator who owns it
+    team_id: uuid.UUID | None
+    labels: list[str]  # the labels' names, in alphabetical order
+    priority: Priority
+    snoozed: bool  # out of the open views until `snoozedUntil`, or (null) until the visitor writes
+    snoozed_until: datetime | None
+
+
+def workflow_columns(table: str) -> str:
+    """The SELECT of the workflow fields of a conversation table (`rm_conversations`, `rm_inbox`), in the
+    shape's order: label ids as their current names; `snoozed` is whether it is asleep now."""
+    return (f"{table}.assignee_id, {table}.team_id, ARRAY(SELECT l.name FROM rm_labels l WHERE l.id = ANY({table}.labels) "
+            f"ORDER BY lower(l.name)), {table}.priority, {ASLEEP.replace('snoozed', f'{table}.snoozed')}, "
+            f"CASE WHEN {ASLEEP.replace('snoozed', f'{table}.snoozed')} THEN {table}.snoozed_until END")
 
 
 class ConversationRecord(Conversation):
     """One conversation as the operator reads it, with what the visitor's page attached (`setMetadata`)."""
 
     metadata: dict[str, str]
+
+
+def new_conversation(e: ev.ConversationCreated) -> Conversation:
+    """A conversation as the API shows it the moment it is created (what the read model will hold)."""
+    return Conversation(e.conversation_id, e.website_id, e.customer_id, e.at, e.at, False, False, e.operator_only,
+                        False, None, None, [], "none", False, None)
+
+
+def new_conversation_record(e: ev.ConversationCreated) -> ConversationRecord:
+    return ConversationRecord(*msgspec.structs.astuple(new_conversation(e)), dict(e.metadata))
 
 
 Sender = Literal["operator", "customer"]
@@ -130,7 +160,7 @@ def message_of_row(row: tuple) -> Message:
     return Message(*row[:-3], identity_of_row(row[-3], row[-2]), stored_views(row[-1]))
 
 
-FilterKind = Literal["uuid", "str", "bool"]
+FilterKind = Literal["uuid", "str", "bool", "labels"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +182,22 @@ class Collection:
         return self.from_row(row) if self.from_row else self.shape(*row)
 
 
+# The workflow's filters of the conversation lists (`labels`: names, comma-separated, all must be on it)
+WORKFLOW_FILTERS: dict[str, tuple[str, FilterKind]] = {
+    "assigneeId": ("assignee_id", "uuid"), "teamId": ("team_id", "uuid"), "labels": ("labels", "labels"),
+    "priority": ("priority", "str")}
+
+
+def labels_clause(table: str, raw: str) -> tuple[str, list[Any]]:
+    """Every label named (case aside) is on the conversation: as many of the organization's labels of those
+    names on it as names given (a name no label has matches nothing)."""
+    names = sorted({name.strip().lower() for name in raw.split(",") if name.strip()})
+    if not names:
+        raise Invalid("labels names no label; leave it out to read every conversation", "labels")
+    return (f"(SELECT count(*) FROM rm_labels l WHERE l.org_id = {table}.org_id AND lower(l.name) = ANY(%s) "
+            f"AND l.id = ANY({table}.labels)) = %s", [names, len(names)])
+
+
 WEBSITES = Collection(
     name="websites", table="rm_websites", shape=Website,
     select="id, name, brand_color, created_at, allowed_origins",
@@ -165,9 +211,10 @@ CUSTOMERS = Collection(
 )
 CONVERSATIONS = Collection(
     name="conversations", table="rm_conversations", shape=Conversation,
-    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, agent_paused",
+    select="id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, agent_paused, "
+           + workflow_columns("rm_conversations"),
     filters={"websiteId": ("website_id", "uuid"), "customerId": ("customer_id", "uuid"),
-             "resolved": ("resolved", "bool"), "spam": ("spam", "bool")},
+             "resolved": ("resolved", "bool"), "spam": ("spam", "bool"), **WORKFLOW_FILTERS},
     sorts={"_id": "id", "lastEditTime": "last_edit_time", "createdAt": "created_at"},
     default_sort="lastEditTime", descending_by_default=frozenset({"lastEditTime"}),
 )
@@ -259,6 +306,11 @@ def filter_clauses(collection: Collection, params: Mapping[str, str]) -> tuple[l
         if raw == "":
             # an empty id or flag filters nothing: refused like any malformed value, never read as "all"
             raise Invalid(f"{name} is empty; leave it out to read every record", name)
+        if kind == "labels":
+            clause, values = labels_clause(collection.table, raw)
+            where.append(clause)
+            args.extend(values)
+            continue
         if kind == "bool":
             value: Any = parse_bool(params, name)
         elif kind == "uuid":

@@ -14,7 +14,7 @@ per-website counters; a windowed or online scope counts over the covering index 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, Mapping
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -25,25 +25,37 @@ import psycopg
 from commands.errors import Forbidden, Invalid, NotFound
 from commands.principal import Principal
 from events.ids import parse_id
-from projections.views.collections import (CONVERSATIONS, Collection, Conversation, order_clause, parse_fields, parse_int,
-                                 project, read_list)
+from projections.views.collections import (CONVERSATIONS, WORKFLOW_FILTERS, Collection, Conversation, filter_clauses,
+                                           order_clause, parse_fields, parse_int, project, read_list, workflow_columns)
+from projections.workflow import ASLEEP
 from projections.views.parameters import partial, query
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100  # a larger `limit` is capped to this
 
-# tab -> the rows it holds; the same predicates select pages (matching the partial indexes) and counts
+# Whether the reader has unread visitor messages here: the visitor wrote after the reader's own read mark
+# (rm_operator_reads). A row from before the inbox kept the visitor's time falls back on the team-wide flag.
+UNREAD_FOR = ("CASE WHEN rm_inbox.last_customer_message_at IS NULL THEN rm_inbox.unread "
+              "ELSE rm_inbox.last_customer_message_at > COALESCE((SELECT r.up_to FROM rm_operator_reads r "
+              "WHERE r.operator_id = '{operator}'::uuid AND r.conversation_id = rm_inbox.id), '-infinity') END")
+AWAKE = f"NOT {ASLEEP.replace('snoozed', 'rm_inbox.snoozed')}"
+OPEN = f"NOT rm_inbox.resolved AND NOT rm_inbox.spam AND {AWAKE}"
+# tab -> the rows it holds, for the reader `{operator}`; the same predicates select pages and counts. The
+# open views (unread, unresolved, mine, unassigned) leave snoozed conversations out; `snoozed` holds them.
 TAB_ROWS: dict[str, str] = {
     "all": "NOT spam",
-    "unread": "unread AND NOT spam",
-    "unresolved": "NOT resolved AND NOT spam",
+    "unread": f"NOT spam AND {AWAKE} AND {UNREAD_FOR}",
+    "unresolved": OPEN,
     "resolved": "resolved AND NOT spam",
     "spam": "spam",
+    "mine": f"{OPEN} AND rm_inbox.assignee_id = '{{operator}}'::uuid",
+    "unassigned": f"{OPEN} AND rm_inbox.assignee_id IS NULL",
+    "snoozed": f"NOT spam AND NOT {AWAKE}",
 }
 # an operator's mentions, with the columns a scope and an order name, as a relation like rm_inbox
 MENTIONED = ("(SELECT conversation_id AS id, website_id, customer_id, last_edit_time FROM rm_inbox_mentions "
              "WHERE operator_id = %s AND NOT spam) AS mentioned")
-INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam")
+INBOX_FILTERS = ("all", "unread", "unresolved", "resolved", "mentions", "spam", "mine", "unassigned", "snoozed")
 CONVERSATION_FILTERS = ("all", "last-hour", "today", "last-week", "online")
 # list-mode filters that have no meaning beside the inbox tabs
 NOT_WITH_INBOX = ("customerId", "resolved", "spam")
@@ -56,9 +68,27 @@ INBOX_QUERY = (
 )
 
 
-class InboxConversation(Conversation, rename={"agent_holds": "agentHolds"}):
-    unread: bool
+class LastMessage(msgspec.Struct, rename={"sender": "from", "creation_time": "creationTime"}):
+    """The conversation's latest message, for triage: its first 140 characters; `internal` for a note."""
+
+    sender: Literal["operator", "customer"]
+    preview: str
+    creation_time: datetime
+    internal: bool
+
+
+def last_message_of(row: tuple) -> "InboxConversation":
+    *fields, sender, preview, at, internal = row
+    return InboxConversation(*fields, LastMessage(sender, preview, at, internal) if sender else None)
+
+
+class InboxConversation(Conversation, rename={"agent_holds": "agentHolds", "waiting_since": "waitingSince",
+                                              "last_message": "lastMessage"}):
+    unread: bool  # the reader's own: the visitor wrote after the reader last read this conversation
     agent_holds: bool  # the website's enabled AI agent answers this conversation's visitor
+    # the team-wide "needs a reply": since when the visitor waits (their first message after the team's last reply)
+    waiting_since: datetime | None
+    last_message: LastMessage | None
 
 
 # The agent's columns come from the agent's read model (projections/agent.py) and the core one.
@@ -74,36 +104,65 @@ class InboxCounts(msgspec.Struct):
     resolved: int
     mentions: int
     spam: int
+    mine: int
+    unassigned: int
+    snoozed: int
+
+
+class NamedCount(msgspec.Struct, rename={"id": "_id"}):
+    id: uuid.UUID
+    name: str
+    count: int  # open conversations in scope (not resolved, not spam, not snoozed)
 
 
 InboxConversationFields = partial(InboxConversation)  # a conversation, or (with `fields`) the fields it names
 
 
-class InboxPage(msgspec.Struct, rename={"filtered_total": "filteredTotal"}):
+class InboxPage(msgspec.Struct, rename={"filtered_total": "filteredTotal", "label_counts": "labelCounts",
+                                        "team_counts": "teamCounts"}):
     conversations: list[InboxConversationFields]
     total: int
     filtered_total: int
     counts: InboxCounts
+    label_counts: list[NamedCount]  # every label of the organization, with its open conversations in scope
+    team_counts: list[NamedCount]
 
 
 INBOX = Collection(
     name="conversations", table="rm_inbox", shape=InboxConversation,
     select=f"id, website_id, customer_id, created_at, last_edit_time, resolved, spam, operator_only, {AGENT_PAUSED}, "
-           f"unread, {AGENT_HOLDS}",
-    filters={}, sorts={"lastEditTime": "last_edit_time"}, default_sort="lastEditTime",
-    descending_by_default=frozenset({"lastEditTime"}),
+           f"{workflow_columns('rm_inbox')}, {UNREAD_FOR}, {AGENT_HOLDS}, waiting_since, last_message_from, "
+           "last_message_preview, last_message_at, last_message_internal",
+    filters=WORKFLOW_FILTERS, sorts={"lastEditTime": "last_edit_time"}, default_sort="lastEditTime",
+    descending_by_default=frozenset({"lastEditTime"}), from_row=last_message_of,
 )
 
 
 @dataclass(frozen=True)
 class Scope:
-    """The SQL condition on `rm_inbox` for the conversations in scope; `whole_website` when nothing
-    narrows it, so the website's counters answer."""
+    """The SQL condition on `rm_inbox` for the conversations in scope (`where`, with the workflow filters
+    given: assignee, team, labels, priority) and the same without those filters (`base`, what the label and
+    team counts are counted in); `whole_website` when nothing narrows it, so the website's counters answer
+    the tabs that do not depend on the reader."""
 
     website_id: uuid.UUID
     where: str
     args: tuple[Any, ...]
     whole_website: bool
+    base: str = ""
+    base_args: tuple[Any, ...] = ()
+
+    def narrowed(self, params: Mapping[str, str]) -> "Scope":
+        where, args = filter_clauses(INBOX, params)
+        if not where:
+            return replace(self, base=self.where, base_args=self.args)
+        return Scope(self.website_id, " AND ".join([self.where, *where]), (*self.args, *args), False,
+                     self.where, self.args)
+
+
+def tab_rows(tab: str, operator_id: uuid.UUID | None) -> str:
+    """The rows of a tab for this reader (a nil id, which no operator has, for no reader)."""
+    return TAB_ROWS[tab].format(operator=operator_id or uuid.UUID(int=0))
 
 
 def one_of(params: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
@@ -157,18 +216,40 @@ async def scope_of(conn: psycopg.AsyncConnection, website_id: uuid.UUID, convers
     return Scope(website_id, "website_id = %s", (website_id,), True)
 
 
+# the tabs the website's counters answer (they do not depend on the reader nor on the time)
+COUNTED = ("all", "resolved", "spam")
+
+
 async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: uuid.UUID | None) -> InboxCounts:
-    """Every tab's count in one statement: the tabs from the counters or the scope's index, the mentions
-    from the operator's own."""
-    mentions = f"(SELECT count(*) FROM {MENTIONED} WHERE {scope.where})"
-    if scope.whole_website:
-        sums = ", ".join(f"COALESCE(sum(n) FILTER (WHERE {rows}), 0)::bigint" for rows in TAB_ROWS.values())
-        sql, args = f"SELECT {sums}, {mentions} FROM rm_inbox_counts WHERE website_id = %s", (scope.website_id,)
-    else:
-        counts = ", ".join(f"count(*) FILTER (WHERE {rows})" for rows in TAB_ROWS.values())
-        sql, args = f"SELECT {counts}, {mentions} FROM rm_inbox WHERE {scope.where}", scope.args
-    *tabs, mentioned = await (await conn.execute(sql, (operator_id, *scope.args, *args))).fetchone()
-    return InboxCounts(mentions=mentioned, **dict(zip(TAB_ROWS, tabs)))
+    """Every tab's count in one statement: `all`, `resolved` and `spam` from the counters when the scope is
+    the whole website, the others (the reader's own, the snoozed) over the scope's rows, the mentions from
+    the operator's own."""
+    counted = COUNTED if scope.whole_website else ()
+    scanned = [tab for tab in TAB_ROWS if tab not in counted]
+    columns = [f"count(*) FILTER (WHERE {tab_rows(tab, operator_id)})" for tab in scanned]
+    columns += [f"(SELECT COALESCE(sum(n), 0)::bigint FROM rm_inbox_counts WHERE website_id = %s AND {TAB_ROWS[tab]})"
+                for tab in counted]
+    mentions = f"(SELECT count(*) FROM {MENTIONED} WHERE {scope.base or scope.where})"
+    sql = f"SELECT {', '.join(columns)}, {mentions} FROM rm_inbox WHERE {scope.where}"
+    args = (*[scope.website_id] * len(counted), operator_id, *(scope.base_args or scope.args), *scope.args)
+    *tabs, mentioned = await (await conn.execute(sql, args)).fetchone()
+    return InboxCounts(mentions=mentioned, **dict(zip([*scanned, *counted], tabs)))
+
+
+async def named_counts(conn: psycopg.AsyncConnection, principal: Principal, scope: Scope) -> tuple[
+        list[NamedCount], list[NamedCount]]:
+    """Every label and team of the organization with its open conversations in the scope (without the
+    workflow filters), in one statement."""
+    where, args = scope.base or scope.where, scope.base_args or scope.args
+    rows = await (await conn.execute(
+        f"WITH open AS (SELECT labels, team_id FROM rm_inbox WHERE {where} AND {OPEN}) "
+        "SELECT 'label', l.id, l.name, (SELECT count(*) FROM open WHERE l.id = ANY(open.labels)) FROM rm_labels l "
+        "WHERE l.org_id = %s UNION ALL "
+        "SELECT 'team', t.id, t.name, (SELECT count(*) FROM open WHERE open.team_id = t.id) FROM rm_teams t "
+        "WHERE t.org_id = %s", (*args, principal.org_id, principal.org_id))).fetchall()
+    ordered = sorted(rows, key=lambda row: row[2].lower())
+    return ([NamedCount(*row[1:]) for row in ordered if row[0] == "label"],
+            [NamedCount(*row[1:]) for row in ordered if row[0] == "team"])
 
 
 class Walk(msgspec.Struct):
@@ -194,11 +275,12 @@ FROM last_full
 """
 
 
-async def walk_tab(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, page_size: int = MAX_PAGE) -> Walk:
+async def walk_tab(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, page_size: int = MAX_PAGE,
+                   operator_id: uuid.UUID | None = None) -> Walk:
     """Walks a tab (any but `mentions`) of the listing (`GET /api/conversations` in inbox mode, newest
     first) page by page to its end, each page starting after the previous page's last conversation, in one
     statement, so one snapshot: the exact number of conversations, and of pages, a client paging sees."""
-    rows = f"{scope.where} AND {TAB_ROWS[inbox_filter]}"
+    rows = f"{scope.where} AND {tab_rows(inbox_filter, operator_id)}"
     full, partial = await (await conn.execute(WALK.format(rows=rows), (
         *scope.args, page_size - 1, *scope.args, page_size))).fetchone()
     conversations = full * page_size + partial
@@ -207,12 +289,13 @@ async def walk_tab(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: st
 
 async def page_of(conn: psycopg.AsyncConnection, scope: Scope, inbox_filter: str, operator_id: uuid.UUID | None,
                   order: str, limit: int, skip: int) -> list[tuple]:
+    select = INBOX.select.format(operator=operator_id or uuid.UUID(int=0))
     if inbox_filter == "mentions":  # the page of ids comes from the operator's mentions, the rows from the inbox
-        sql = (f"SELECT {INBOX.select} FROM rm_inbox WHERE id IN (SELECT id FROM {MENTIONED} WHERE {scope.where} "
-               f"ORDER BY {order} LIMIT %s OFFSET %s) ORDER BY {order}")
-        args = (operator_id, *scope.args, limit, skip)
+        sql = (f"SELECT {select} FROM rm_inbox WHERE id IN (SELECT id FROM {MENTIONED} WHERE {scope.base or scope.where} "
+               f"ORDER BY {order} LIMIT %s OFFSET %s) AND {scope.where} ORDER BY {order}")
+        args = (operator_id, *(scope.base_args or scope.args), limit, skip, *scope.args)
     else:
-        sql = (f"SELECT {INBOX.select} FROM rm_inbox WHERE {scope.where} AND {TAB_ROWS[inbox_filter]} "
+        sql = (f"SELECT {select} FROM rm_inbox WHERE {scope.where} AND {tab_rows(inbox_filter, operator_id)} "
                f"ORDER BY {order} LIMIT %s OFFSET %s")
         args = (*scope.args, limit, skip)
     return await (await conn.execute(sql, args)).fetchall()
@@ -232,12 +315,14 @@ async def read_inbox(conn: psycopg.AsyncConnection, principal: Principal, params
     skip = parse_int(params, "skip")
     website_id = await website_of(conn, principal, params)
 
-    scope = await scope_of(conn, website_id, conversation_filter, zone)
+    scope = (await scope_of(conn, website_id, conversation_filter, zone)).narrowed(params)
     counts = await count_tabs(conn, scope, principal.operator_id)
     found = await page_of(conn, scope, inbox_filter, principal.operator_id, order, limit, skip)
+    label_counts, team_counts = await named_counts(conn, principal, scope)
     return InboxPage(
         conversations=project([INBOX.row_object(row) for row in found], fields),
-        total=counts.all + counts.spam, filtered_total=getattr(counts, inbox_filter), counts=counts)
+        total=counts.all + counts.spam, filtered_total=getattr(counts, inbox_filter), counts=counts,
+        label_counts=label_counts, team_counts=team_counts)
 
 
 async def read_conversations(conn: psycopg.AsyncConnection, principal: Principal, params: Mapping[str, str]) -> Any:

@@ -6,13 +6,15 @@ both are hidden from the visitor, and a webhook leaves the workspace for a syste
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, Mapping
 
 import msgspec
 
 from events import types as ev
 from projections.views.attachments import WEBHOOK_LINK_SECONDS, attachment_views
-from projections.views.collections import ConversationRecord, Customer, new_message
+from projections.views.collections import (ConversationRecord, Customer, Message, new_conversation_record,
+                                           new_message)
 from projections.views.identities import OperatorIdentity
 
 
@@ -28,10 +30,63 @@ def customer_data(e: ev.CustomerCreated) -> Customer:
 
 
 def conversation_data(e: ev.ConversationCreated) -> ConversationRecord:
-    return ConversationRecord(id=e.conversation_id, website_id=e.website_id, customer_id=e.customer_id,
-                              created_at=e.at, last_edit_time=e.at, resolved=False, spam=False,
-                              operator_only=e.operator_only, agent_paused=False,
-                              metadata=e.metadata)
+    return new_conversation_record(e)
+
+
+class ConversationAssignedData(msgspec.Struct, rename="camel"):
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+    assignee_id: uuid.UUID | None  # the operator who owns it now (null: nobody)
+    team_id: uuid.UUID | None
+
+
+class ConversationStateData(msgspec.Struct, rename="camel"):
+    """A conversation resolved or reopened."""
+
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+
+
+class LabelRef(msgspec.Struct, rename={"id": "_id"}):
+    id: uuid.UUID
+    name: str | None  # null for a label deleted since
+
+
+class ConversationLabeledData(msgspec.Struct, rename="camel"):
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+    added: list[LabelRef]
+    removed: list[LabelRef]
+
+
+# What the workflow's webhook events carry, by name (the OpenAPI document's `webhooks` section shows them).
+WORKFLOW_WEBHOOKS: dict[str, type[msgspec.Struct]] = {
+    "conversation.assigned": ConversationAssignedData, "conversation.resolved": ConversationStateData,
+    "conversation.reopened": ConversationStateData, "conversation.labeled": ConversationLabeledData}
+# Every webhook event's `data`, by name
+WEBHOOK_DATA: dict[str, type[msgspec.Struct]] = {
+    "message.created": Message, "conversation.created": ConversationRecord, "customer.created": Customer,
+    **WORKFLOW_WEBHOOKS}
+WORKFLOW_EVENTS = (ev.ConversationAssigned, ev.ConversationUpdated, ev.ConversationLabelsChanged)
+
+
+def workflow_webhook_event(event: ev.Event, website_id: uuid.UUID,
+                           label_names: Mapping[uuid.UUID, str]) -> tuple[str, bytes] | None:
+    """(event name, body) for a change of the team's workflow on a conversation that is not operator-only."""
+    data: msgspec.Struct
+    if isinstance(event, ev.ConversationAssigned):
+        name, data = "conversation.assigned", ConversationAssignedData(event.conversation_id, website_id,
+                                                                       event.assignee_id, event.team_id)
+    elif isinstance(event, ev.ConversationUpdated) and event.resolved is not None:
+        name = "conversation.resolved" if event.resolved else "conversation.reopened"
+        data = ConversationStateData(event.conversation_id, website_id)
+    elif isinstance(event, ev.ConversationLabelsChanged):
+        name, data = "conversation.labeled", ConversationLabeledData(
+            event.conversation_id, website_id, [LabelRef(i, label_names.get(i)) for i in event.added],
+            [LabelRef(i, label_names.get(i)) for i in event.removed])
+    else:
+        return None
+    return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))
 
 
 def webhook_event(event: ev.Event, private_conversation: bool,

@@ -17,6 +17,7 @@ from projections.views.collections import (CONVERSATION_RECORD, CONVERSATIONS, C
                                  Conversation, ConversationRecord, Customer, Message, Website, new_message, read_one)
 from projections.views.identities import OperatorIdentity, identities
 from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
+from projections.views.workflow import conversation_version
 from readapi.openapi import ID, ListOf, collection_query, describe
 from readapi.listing import Listing, collection_listing, listing_response, register
 from readapi.time_travel import AS_OF, conversation_as_of, inbox_as_of, messages_as_of, parse_as_of
@@ -109,13 +110,31 @@ async def create_conversation(request: Request, principal: Authenticated,
     return await one_response(request, CONVERSATION_RECORD, principal, created.id, created=created)
 
 
-@describe("Read a conversation, with the metadata the visitor's page set on it", Auth(scope="conversations:read"),
-          answer=ConversationRecord, query=(AS_OF,), operation_id="getConversation")
+async def conversation_response(request: Request, principal: Principal, conversation_id,
+                                created: Created | None = None) -> Response:
+    """The conversation, with its version as the `ETag` (what `If-Match` on `PATCH` names)."""
+    if created is None:
+        await caught_up(request)
+    else:
+        await written(request, created)
+    async with services(request).pool.connection() as conn:
+        # the version first: a record read after it is as new or newer, so an If-Match with it never
+        # passes over a change the client was not shown
+        version = await conversation_version(conn, principal, conversation_id)
+        record = await read_one(conn, CONVERSATION_RECORD, principal, conversation_id)
+    response = json_response(record, created)
+    response.headers["ETag"] = f'"{version}"'
+    return response
+
+
+@describe("Read a conversation, with the metadata the visitor's page set on it, and its version as the `ETag`",
+          Auth(scope="conversations:read"), answer=ConversationRecord, query=(AS_OF,), headers=("ETag",),
+          operation_id="getConversation")
 @get("/api/conversations/{conversation_id:str}")
 async def get_conversation(request: Request, principal: Authenticated, conversation_id: FromPath[str]) -> Response:
     if as_of := parse_as_of(request.query_params):
         return json_response(await conversation_as_of(services(request), principal, parse_id(conversation_id), as_of))
-    return await one_response(request, CONVERSATION_RECORD, principal, parse_id(conversation_id))
+    return await conversation_response(request, principal, parse_id(conversation_id))
 
 
 @describe("List the messages", MESSAGES_LISTING.auth, answer=ListOf(Message), query=collection_query(MESSAGES, AS_OF),

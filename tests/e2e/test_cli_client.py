@@ -439,3 +439,21 @@ def test_docs_import_over_http(server, http, tenant, tmp_path):
     foreign = cli.run("docs", "import", str(folder), "--website", str(elsewhere.website_id))
     assert foreign.returncode == 1 and "parley: 404: " in foreign.stderr
     assert http.get("/api/documents", headers=elsewhere.operator).json() == []
+
+
+def test_assign_to_me_to_a_colleague_and_a_team_then_unassign(server, http, tenant, tmp_path):
+    cli = logged_in(tmp_path, server, tenant)
+    conversation = seed_conversation(http, tenant, "Who takes this one?")
+    colleague = tenant.add_operator("agent")
+    team = http.post("/api/teams", headers=tenant.operator, json={"name": "Billing"}).json()
+    me = http.get("/api/operators/me", headers=tenant.operator).json()["_id"]
+    assert f"assigned to {me}" in cli.ok("assign", conversation[:13])
+    mine = json.loads(cli.ok("conversations", "--json", "--filter", "mine"))
+    assert conversation in [c["_id"] for c in mine["conversations"]]
+    assigned = json.loads(cli.ok("assign", conversation, colleague.email, "--team", "billing", "--json"))
+    assert (assigned["assigneeId"], assigned["teamId"]) == (str(colleague.id), team["_id"])
+    assert "is unassigned" in cli.ok("assign", conversation, "--unassign")
+    shown = http.get(f"/api/conversations/{conversation}", headers=tenant.operator).json()
+    assert (shown["assigneeId"], shown["teamId"]) == (None, None)
+    nobody = cli.run("assign", conversation, "nobody@nowhere.example")
+    assert nobody.returncode == 2 and "no operator" in nobody.stderr

@@ -67,7 +67,8 @@ class Dashboard:
 
     def counts(self) -> dict[str, int]:
         return {tab: int(self.page.text_content(f"[data-count={tab}]"))
-                for tab in ("all", "unread", "unresolved", "resolved", "mentions", "spam")}
+                for tab in ("all", "unread", "unresolved", "resolved", "mentions", "spam", "mine", "unassigned",
+                            "snoozed")}
 
     def wait_count(self, tab: str, count: int) -> None:
         # a function, not an expression: the page's CSP forbids evaluating strings

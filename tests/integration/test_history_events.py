@@ -60,7 +60,8 @@ def test_filters(http, tenant):
     assert [line["type"] for line in typed] == ["MessageRated", "ConversationUpdated", "ConversationUpdated"]
     conversation, _ = events(http, tenant.operator, conversationId=told.conversation_id)
     assert conversation == [line for line in everything if line["data"].get("conversationId") == told.conversation_id]
-    assert len(conversation) == 9  # created, 3 messages, a receipt, a rating, a reaction, resolved, reopened
+    # created, 3 messages, a receipt and the reading operator's read mark, a rating, a reaction, resolved, reopened
+    assert len(conversation) == 10
     limited, limited_trailer = events(http, tenant.operator, limit=3)
     assert limited == everything[:3] and limited_trailer["lastPosition"] == everything[2]["position"]
     resumed, _ = events(http, tenant.operator, after=limited_trailer["lastPosition"])

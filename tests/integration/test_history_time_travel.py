@@ -83,15 +83,17 @@ def test_the_audit_trail_shows_every_change_and_who_made_it(http, tenant):
     assert trail["conversationId"] == told.conversation_id and trail["omitted"] == {}
     entries = trail["entries"]
     assert [entry["type"] for entry in entries] == [
-        "ConversationCreated", "MessageCreated", "MessageRead", "MessageCreated", "MessageCreated", "MessageRated",
-        "MessageReactionsChanged", "ConversationUpdated", "ConversationUpdated"]
+        "ConversationCreated", "MessageCreated", "MessageRead", "ConversationReadByOperator", "MessageCreated",
+        "MessageCreated", "MessageRated", "MessageReactionsChanged", "ConversationUpdated", "ConversationUpdated"]
     customer = {"kind": "customer", "id": told.visitor.customer_id}
     operators = {entry["actor"]["id"] for entry in entries if entry["actor"]["kind"] == "operator"}
     assert len(operators) == 1  # the one operator did all the rest
     assert [entry["actor"]["kind"] for entry in entries] == [
-        "customer", "customer", "operator", "operator", "operator", "customer", "operator", "operator", "operator"]
-    assert entries[0]["actor"] == entries[1]["actor"] == entries[5]["actor"] == customer
-    assert entries[4]["data"]["internal"] and entries[4]["data"]["content"] == "VIP"
+        "customer", "customer", "operator", "operator", "operator", "operator", "customer", "operator", "operator",
+        "operator"]
+    assert entries[0]["actor"] == entries[1]["actor"] == entries[6]["actor"] == customer
+    assert entries[3]["data"]["operatorId"] == entries[2]["actor"]["id"]  # the operator's own read mark
+    assert entries[5]["data"]["internal"] and entries[5]["data"]["content"] == "VIP"
     assert [entry["data"]["resolved"] for entry in entries[-2:]] == [True, False]
     positions = [entry["position"] for entry in entries]
     assert positions == sorted(positions)

@@ -91,7 +91,12 @@ def test_times_are_date_time_strings_and_webhook_events_an_enum(document):
                if field.endswith(("Time", "At")) and "date-time" not in str(prop)]
     assert not untyped, untyped
     events = schemas["WebhookCreate"]["properties"]["events"]["items"]
-    assert events["enum"] == ["message.created", "conversation.created", "customer.created"]
+    assert events["enum"] == ["message.created", "conversation.created", "customer.created", "conversation.assigned",
+                              "conversation.resolved", "conversation.reopened", "conversation.labeled", "*"]
+    # each event's payload in the document's webhooks section (docs/decisions.md: "*" and the empty list)
+    assert sorted(document["webhooks"]) == sorted(events["enum"][:-1])
+    assigned = document["webhooks"]["conversation.assigned"]["post"]["requestBody"]["content"]["application/json"]
+    assert assigned["schema"]["properties"]["event"] == {"const": "conversation.assigned"}
 
 
 def test_a_file_body_is_documented_with_its_media_types(document):

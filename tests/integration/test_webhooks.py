@@ -28,6 +28,7 @@ from commands.webhooks import FAILURE_LIMIT
 from commands.addresses import RefusedTarget, check_addresses, parse_target, resolve_sync
 from delivery.webhooks import WebhookSettings, retry_delay
 from events import types as ev
+from events.store import Pending
 from parley.settings import Settings, narrowed
 from projections.runner import rebuild
 from projections.webhooks import WebhookProjection
@@ -675,3 +676,51 @@ def test_the_example_receiver_accepts_a_real_delivery_and_rejects_replays_and_ta
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_an_empty_list_means_the_events_known_when_made_and_star_every_event_now_and_later(hooks, hc, site):
+    """docs/decisions.md: a subscription made with `events: []` before the workflow's events existed keeps
+    getting the three it meant then; one made now gets every event there is now; `"*"` gets every event,
+    those added later included."""
+    workflow = ["conversation.assigned", "conversation.labeled", "conversation.resolved", "conversation.reopened"]
+    with Receiver() as old, Receiver() as empty_now, Receiver() as star, Receiver() as assigned_only:
+        store = hooks.store()
+        try:
+            old_id = uuid.uuid4()
+            position = store.append(Pending(old_id, 1, ev.WebhookSubscribed(  # as recorded by an earlier version
+                org_id=site.org_id, at=datetime.now(timezone.utc), subscription_id=old_id, website_id=site.website_id,
+                url=old.url, events=[], secret=hooks.sealer.seal("whsec_" + "0" * 64))))
+        finally:
+            store.close()
+        hooks.wait_projected(position, "webhooks")
+        assert get_subscription(hc, site, str(old_id))["events"] == []
+        assert subscribe(hc, site, empty_now.url, [])["events"] == []
+        assert subscribe(hc, site, star.url, ["*"])["events"] == ["*"]
+        subscribe(hc, site, assigned_only.url, ["conversation.assigned"])
+        customer = create_customer(hc, site)
+        conversation = create_conversation(hc, site, customer)
+        label = hc.post("/api/labels", headers=site.operator, json={"name": f"l-{uuid.uuid4().hex[:6]}"}).json()
+        me = hc.get("/api/operators/me", headers=site.operator).json()["_id"]
+        for change in ({"assigneeId": me}, {"labels": [label["name"]]}, {"resolved": True}, {"resolved": False}):
+            response = hc.patch(f"/api/conversations/{conversation['_id']}", headers=site.operator, json=change)
+            assert response.status_code == 200, response.text
+        everything = ["customer.created", "conversation.created", *workflow]
+        for receiver in (star, empty_now):
+            receiver.wait_for(len(everything))
+            assert sorted(receiver.events()) == sorted(everything)
+        [assigned] = assigned_only.wait_for(1)
+        data = json.loads(assigned.body)["data"]
+        assert (data["conversationId"], data["websiteId"], data["assigneeId"]) == (
+            conversation["_id"], str(site.website_id), me)
+        labeled = next(json.loads(r.body) for r in star.requests if r.header("X-Service-Event") == "conversation.labeled")
+        assert labeled["data"]["added"] == [{"_id": label["_id"], "name": label["name"]}]
+        old.wait_for(2)
+        time.sleep(1)  # the workflow's deliveries went out to the others already: none is coming here
+        assert sorted(old.events()) == ["conversation.created", "customer.created"]
+        assert assigned_only.events() == ["conversation.assigned"]
+
+
+def test_star_is_a_known_event_name_and_others_are_refused(hc, site):
+    refused = hc.post("/api/webhooksubscriptions", headers=site.operator, json={
+        "websiteId": str(site.website_id), "url": "http://127.0.0.1:9/hook", "events": ["conversation.snoozed"]})
+    assert refused.status_code == 400 and refused.json()["field"] == "events"

@@ -36,9 +36,18 @@ function headers(extra = {}) {
 
 /** A call to the API: `body` is sent as JSON, or as it is when it is a file (a Blob, with its own type). */
 export async function api(method, path, body) {
+  return (await versioned(method, path, body)).body;
+}
+
+/**
+ * `api`, with the record's version: answers {body, etag}. With `ifMatch`, the change is made only if the
+ * record is still at that version (else an ApiError with status 412, and nothing changed).
+ */
+export async function versioned(method, path, body, ifMatch) {
   const file = body instanceof Blob;
   const type = file ? body.type : "application/json";
-  const init = {method, headers: headers(body === undefined ? {} : {"Content-Type": type})};
+  const init = {method, headers: headers({...(body === undefined ? {} : {"Content-Type": type}),
+                                          ...(ifMatch ? {"If-Match": ifMatch} : {})})};
   if (body !== undefined) init.body = file ? body : JSON.stringify(body);
   const response = await fetch(path, init);
   if (!response.ok) {
@@ -49,7 +58,7 @@ export async function api(method, path, body) {
     }
     throw new ApiError(response.status, problem);
   }
-  return response.status === 204 ? null : response.json();
+  return {body: response.status === 204 ? null : await response.json(), etag: response.headers.get("ETag")};
 }
 
 /** A download (`Accept: type`) as a Blob, with the same credential and the same errors as `api`. */

@@ -60,3 +60,10 @@ export function field(label, control, hint) {
   const id = control.id || (control.id = "f" + Math.random().toString(36).slice(2));
   return h("div", {class: "field"}, h("label", {for: id}, label), control, hint && h("small", null, hint));
 }
+
+/** `el` coloured by a label's colour (the CSS variable --label), set through the CSSOM: the page's CSP
+ *  refuses style attributes. */
+export function tinted(el, color) {
+  el.style.setProperty("--label", color);
+  return el;
+}

@@ -20,6 +20,7 @@ const PAGES = {
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
   organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
   operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
+  workflow: ["Teams and labels", "./pages/workflow.js", "parley-workflow", "admin"],
 };
 // every operator's own, opened from its name in the header rather than the navigation; the one page of an
 // operator who must enrol in two-factor sign-in (the organization requires it) until they have

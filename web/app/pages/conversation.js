@@ -1,14 +1,16 @@
 // One conversation: the transcript (notes, operator-only conversations and the AI agent's replies marked,
 // the agent's answer streaming in as it comes, quotes, ratings, reactions), the composer (reply or
-// internal note, with @mentions of the team and canned responses by "/shortcut"), resolve/reopen, spam,
-// pausing the agent, the read receipt sent once the operator sees the visitor's latest message, the
-// operator's typing shown to the visitor, and the visitor's profile. Opened with `asOf`, it shows the conversation as it
-// was then: read only.
+// internal note, with @mentions of the team and canned responses by "/shortcut"), resolve/reopen, spam, pausing the agent, the read receipt
+// sent once the operator sees the visitor's latest message, the operator's typing shown to the visitor,
+// and the visitor's profile. The team's workflow: assignee ("Assign to me"), team, labels, priority and
+// snooze, each change sent with the version the operator saw (If-Match): a change someone else made
+// meanwhile is shown, never overwritten. Opened with `asOf`, it shows the conversation as it was
+// then: read only.
 
-import {api, get} from "../api.js";
+import {api, get, versioned} from "../api.js";
 import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
-import {errorBox, h, replace, time} from "../dom.js";
+import {errorBox, h, replace, time, tinted} from "../dom.js";
 import {AttachmentPicker, attachmentsView} from "../attachments.js";
 
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
@@ -17,6 +19,22 @@ const MENTION = /(^|\s)@([^\s@]*)$/;
 const CANNED = /(^|\s)\/([\w-]*)$/; // "/" and a shortcut's start, at the start of a word
 const MENU_SIZE = 8;
 const TYPING_EVERY_MS = 3000;  // the widget hides "typing…" 6 s after the last one
+const PRIORITIES = [["none", "No priority"], ["low", "Low"], ["medium", "Medium"], ["high", "High"], ["urgent", "Urgent"]];
+const HOUR = 3600 * 1000;
+const SNOOZES = [["", "Not snoozed"], ["1h", "For 1 hour"], ["4h", "For 4 hours"], ["tomorrow", "Until tomorrow 9:00"],
+                 ["week", "For a week"], ["visitor", "Until the visitor writes"]];
+
+/** The end of a snooze choice, as an ISO time (null: until the visitor writes). */
+function snoozeEnd(choice) {
+  if (choice === "visitor") return null;
+  if (choice === "tomorrow") {
+    const at = new Date();
+    at.setDate(at.getDate() + 1);
+    at.setHours(9, 0, 0, 0);
+    return at.toISOString();
+  }
+  return new Date(Date.now() + {"1h": HOUR, "4h": 4 * HOUR, week: 7 * 24 * HOUR}[choice]).toISOString();
+}
 
 class ParleyConversation extends Page {
   connectedCallback() {
@@ -51,6 +69,11 @@ class ParleyConversation extends Page {
     this.listen("cannedresponse.changed", () => { this.cannedResponses = null; }); // read again when "/" is typed
     this.listen("conversation.updated", (detail) => {
       if (!this.ready || detail.conversationId !== this.conversationId) return;
+      const workflow = ["assigneeId", "teamId", "labelsAdded", "labelsRemoved", "priority", "snoozed"];
+      if (workflow.some((key) => key in detail)) {
+        this.reload(); // someone changed it: the record, with its new version, from the API
+        return;
+      }
       for (const key of ["resolved", "spam", "agentPaused"]) if (detail[key] != null) this.record[key] = detail[key];
       this.renderHeader();
     });
@@ -75,9 +98,13 @@ class ParleyConversation extends Page {
     replace(this, h("p", {class: "empty", "aria-busy": "true"}, "Loading…"));
     let record, messages, visitor, agent;
     try {
-      [record, messages] = await Promise.all([
-        get(`/api/conversations/${conversationId}`, asOf ? past : undefined),
-        get("/api/messages", {conversationId, limit: 0, ...past})]);
+      let read;
+      const conversationPath = `/api/conversations/${conversationId}${asOf ? `?${new URLSearchParams(past)}` : ""}`;
+      [read, messages, this.teams, this.labels] = await Promise.all([
+        versioned("GET", conversationPath),
+        get("/api/messages", {conversationId, limit: 0, ...past}), get("/api/teams"), get("/api/labels")]);
+      record = read.body;
+      this.etag = read.etag;
       [visitor, agent] = await Promise.all([customer(record.customerId), this.agentOf(record.websiteId)]);
     } catch (error) {
       replace(this, errorBox(error));
@@ -120,6 +147,16 @@ class ParleyConversation extends Page {
     this.transcript.lastElementChild?.scrollIntoView({block: "nearest"});
   }
 
+  /** The record and its version again (another operator changed it). */
+  async reload() {
+    const asked = this.conversationId;
+    const read = await versioned("GET", `/api/conversations/${asked}`).catch(() => null);
+    if (!read || asked !== this.conversationId) return;
+    this.record = read.body;
+    this.etag = read.etag;
+    this.renderHeader();
+  }
+
   renderHeader() {
     const {resolved, spam, operatorOnly, agentPaused} = this.record;
     replace(this.header,
@@ -135,30 +172,85 @@ class ParleyConversation extends Page {
         }}, spam ? "Not spam" : "Mark as spam"),
         this.hasAgent && h("button", {type: "button", id: "agent", class: "secondary",
           onclick: () => this.setFlags({agentPaused: !agentPaused})}, agentPaused ? "Resume AI agent" : "Pause AI agent")),
+      this.workflowView(),
       this.flagError ?? null);
   }
 
-  async setFlags(flags) {
+  /** Assignee, team, labels, priority and snooze: each a control that changes it at once. */
+  workflowView() {
+    const record = this.record;
+    const me = this.app.me._id;
+    const operators = this.app.operators.filter((o) => o.status === "active");
+    const select = (id, label, value, options, change) => {
+      const control = h("select", {id, onchange: () => change(control.value)},
+        options.map(([key, text]) => h("option", {value: key}, text)));
+      control.value = value;
+      return h("label", {class: "workflow-field"}, h("span", null, label), control);
+    };
+    const snoozeValue = record.snoozed ? (record.snoozedUntil ? "until" : "visitor") : "";
+    const snoozeOptions = record.snoozedUntil ? [["until", `Until ${new Date(record.snoozedUntil).toLocaleString()}`],
+                                                 ...SNOOZES] : SNOOZES;
+    return h("div", {class: "workflow", role: "group", "aria-label": "Assignment, labels, priority and snooze"},
+      select("assignee", "Assignee", record.assigneeId ?? "",
+        [["", "Unassigned"], ...operators.map((o) => [o._id, o.displayName ?? o.email])],
+        (value) => this.setFlags({assigneeId: value || null}, true)),
+      record.assigneeId !== me && h("button", {type: "button", id: "assign-to-me", class: "secondary",
+        onclick: () => this.setFlags({assigneeId: me}, true)}, "Assign to me"),
+      select("team", "Team", record.teamId ?? "", [["", "No team"], ...this.teams.map((t) => [t._id, t.name])],
+        (value) => this.setFlags({teamId: value || null}, true)),
+      select("priority", "Priority", record.priority, PRIORITIES, (value) => this.setFlags({priority: value}, true)),
+      select("snooze", "Snooze", snoozeValue, snoozeOptions, (value) => {
+        if (value === "until") return;
+        this.setFlags(value === "visitor" ? {snoozed: true} : value ? {snoozedUntil: snoozeEnd(value)} : {snoozed: false},
+                      true);
+      }),
+      this.labels.length ? h("fieldset", {class: "labels"}, h("legend", null, "Labels"),
+        this.labels.map((l) => {
+          const box = h("input", {type: "checkbox", value: l.name, checked: record.labels.includes(l.name),
+            onchange: () => this.setFlags(box.checked ? {addLabels: [l.name]} : {removeLabels: [l.name]})});
+          return h("label", {class: "label-choice"}, box, tinted(h("span", {class: "label-dot"}), l.color), l.name);
+        })) : null);
+  }
+
+  /**
+   * A change; `guarded` ones (who owns it, its priority, its snooze) only on the version shown: if someone
+   * changed the conversation since, it is shown instead. Resolving and labels apply whatever changed.
+   * The operator's own changes go one after the other, each on the version the previous one left.
+   */
+  setFlags(flags, guarded = false) {
+    this.changing = (this.changing ?? Promise.resolve()).then(() => this.change(flags, guarded));
+    return this.changing;
+  }
+
+  async change(flags, guarded) {
     try {
-      this.record = await api("PATCH", `/api/conversations/${this.conversationId}`, flags);
+      const done = await versioned("PATCH", `/api/conversations/${this.conversationId}`, flags,
+                                   guarded ? this.etag : undefined);
+      this.record = done.body;
+      this.etag = done.etag;
       this.flagError = null;
     } catch (error) {
-      this.flagError = errorBox(error);
+      this.flagError = errorBox(error.status === 412
+        ? "Someone else changed this conversation meanwhile: here it is as it is now. Nothing of yours was applied."
+        : error);
+      if (error.status === 412) await this.reload();
     }
     this.renderHeader();
   }
 
   /** The read receipt: the visitor's latest message, once the operator has it on screen. */
   async markRead() {
+    // sent even when a colleague's receipt marked it read: it also records how far this operator has read
     const latest = [...this.messages.values()].filter((m) => m.from === "customer" && !m.internal).at(-1);
-    if (!latest || latest.read || document.visibilityState === "hidden") return;
-    latest.read = true;
+    if (!latest || this.readUpTo === latest._id || document.visibilityState === "hidden") return;
+    this.readUpTo = latest._id;
     try {
       await api("POST", `/api/messages/${latest._id}/read`);
+      latest.read = true;
       // a receipt is not pushed on the realtime stream: the inbox is told here, to update its Unread tab
       this.dispatchEvent(new CustomEvent("conversation-read", {bubbles: true}));
     } catch {
-      latest.read = false;
+      this.readUpTo = null;
     }
   }
 

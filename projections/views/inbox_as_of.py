@@ -27,7 +27,7 @@ from events.store import Recorded
 from projections.inbox import mentioned_emails
 from projections.views.collections import parse_fields, parse_int, parse_sort, project
 from projections.views.inbox import (CONVERSATION_FILTERS, DEFAULT_PAGE, INBOX, INBOX_FILTERS, MAX_PAGE, NOT_WITH_INBOX,
-                                     InboxConversation, InboxCounts, InboxPage, one_of, parse_timezone, window_start)
+                                     InboxConversation, InboxCounts, InboxPage, NamedCount, one_of, parse_timezone, window_start)
 
 # the events that change what the inbox shows of a conversation
 INBOX_EVENTS = (ev.ConversationCreated, ev.ConversationUpdated, ev.MessageCreated, ev.MessageRead,
@@ -61,6 +61,7 @@ class Folded:
     priority: str = "none"
     snoozed: bool = False
     snoozed_until: datetime | None = None
+    waiting_since: datetime | None = None  # the visitor's first message since the team's last visible one
 
 
 def _message(row: Folded, e: ev.MessageCreated) -> None:
@@ -72,9 +73,12 @@ def _message(row: Folded, e: ev.MessageCreated) -> None:
     if e.sender == "customer" and visible:
         row.last_customer_message_id, row.unread = e.message_id, True
         row.snoozed, row.snoozed_until = False, None
+        row.waiting_since = row.waiting_since or e.at
     elif e.author == "agent" and e.reply_to is not None and e.reply_to == row.last_customer_message_id:
         row.unread = False
     row.agent_paused |= e.sender == "operator" and e.author is None and e.campaign_id is None and visible
+    if e.sender == "operator" and visible:
+        row.waiting_since = None
     if e.internal:
         row.mentioned.update(mentioned_emails(e.content))
 
@@ -100,6 +104,11 @@ def fold_inbox(records: Iterable[Recorded]) -> dict[uuid.UUID, Folded]:
     return rows
 
 
+def _open(row: Folded) -> bool:
+    """In the open tabs then: neither resolved, spam nor snoozed (a snooze ends with its wake event)."""
+    return not row.resolved and not row.spam and not row.snoozed
+
+
 @dataclass(frozen=True)
 class Reader:
     """Who reads the past inbox, for the tabs that depend on them."""
@@ -111,13 +120,14 @@ class Reader:
 # tab -> the rows it holds, as `TAB_ROWS` selects them from the live inbox
 TABS: dict[str, Callable[[Folded, Reader], bool]] = {
     "all": lambda row, reader: not row.spam,
-    "unread": lambda row, reader: row.unread and not row.spam,
-    "unresolved": lambda row, reader: not row.resolved and not row.spam,
+    "unread": lambda row, reader: row.unread and _open(row),
+    "unresolved": lambda row, reader: _open(row),
     "resolved": lambda row, reader: row.resolved and not row.spam,
     "mentions": lambda row, reader: reader.email in row.mentioned and not row.spam,
     "spam": lambda row, reader: row.spam,
-    "mine": lambda row, reader: row.assignee_id is not None and row.assignee_id == reader.operator_id and not row.spam,
-    "unassigned": lambda row, reader: row.assignee_id is None and not row.spam,
+    "mine": lambda row, reader: row.assignee_id is not None and row.assignee_id == reader.operator_id and _open(row),
+    "unassigned": lambda row, reader: row.assignee_id is None and _open(row),
+    "snoozed": lambda row, reader: row.snoozed and not row.resolved and not row.spam,
 }
 
 
@@ -137,7 +147,7 @@ def shown(row: Folded, agent_enabled: bool, label_names: Mapping[uuid.UUID, str]
         "agentHolds": agent_enabled and not row.operator_only and not row.agent_paused,
         "assigneeId": row.assignee_id, "teamId": row.team_id, "priority": row.priority,
         "labels": sorted(label_names[label] for label in row.labels if label in label_names),
-        "snoozedUntil": row.snoozed_until,
+        "snoozed": row.snoozed, "snoozedUntil": row.snoozed_until, "waitingSince": row.waiting_since,
         "lastMessage": last and {"from": last.sender, "preview": last.content[:PREVIEW], "creationTime": last.at,
                                  "internal": last.internal},
     }
@@ -152,6 +162,12 @@ class PastInbox:
     reader: Reader
     agent_enabled: bool
     label_names: Mapping[uuid.UUID, str]
+    team_names: Mapping[uuid.UUID, str]
+
+
+def named_counts(names: Mapping[uuid.UUID, str], counted: Callable[[uuid.UUID], int]) -> list[NamedCount]:
+    """Every label or team (as they are named now) with its open conversations then, by name."""
+    return sorted((NamedCount(id, name, counted(id)) for id, name in names.items()), key=lambda n: n.name.lower())
 
 
 def check_params(params: Mapping[str, str]) -> tuple[str, str]:
@@ -185,8 +201,11 @@ def read_inbox_as_of(records: list[Recorded], past: PastInbox, moment: datetime 
     tab = [row for row in in_scope if TABS[inbox_filter](row, past.reader)]
     tab.sort(key=lambda row: (getattr(row, column), row.id), reverse=direction == "DESC")
     page = [shown(row, past.agent_enabled, past.label_names) for row in tab[skip:skip + limit]]
+    open_rows = [row for row in in_scope if _open(row)]
     return InboxPage(conversations=project(page, fields), total=counts.all + counts.spam,
-                     filtered_total=getattr(counts, inbox_filter), counts=counts)
+                     filtered_total=getattr(counts, inbox_filter), counts=counts,
+                     label_counts=named_counts(past.label_names, lambda id: sum(id in row.labels for row in open_rows)),
+                     team_counts=named_counts(past.team_names, lambda id: sum(row.team_id == id for row in open_rows)))
 
 
 async def past_inbox(conn: psycopg.AsyncConnection, principal: Principal, website_id: uuid.UUID,
@@ -198,4 +217,7 @@ async def past_inbox(conn: psycopg.AsyncConnection, principal: Principal, websit
                                       (website_id,))).fetchone()
     labels = await (await conn.execute("SELECT id, name FROM rm_labels WHERE org_id = %s",
                                        (principal.org_id,))).fetchall()
-    return PastInbox(params, Reader(principal.operator_id, email and email[0]), agent is not None, dict(labels))
+    teams = await (await conn.execute("SELECT id, name FROM rm_teams WHERE org_id = %s",
+                                      (principal.org_id,))).fetchall()
+    return PastInbox(params, Reader(principal.operator_id, email and email[0]), agent is not None, dict(labels),
+                     dict(teams))

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 
 from delivery.agent import AgentSettings, Worker as AgentWorker
+from delivery.assignment import Assigner
 from delivery.campaigns import Sender
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.sealing import Sealer, check_key
@@ -28,6 +29,7 @@ from events.stream import Relay
 from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_group, private_secret, write_private
 from parley.settings import Settings, narrowed
 from projections.audit import AuditProjection
+from projections.assignment import AssignmentProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.agent import AgentProjection
@@ -66,6 +68,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
+    "assignment": lambda settings: AssignmentProjection(),
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
@@ -85,6 +88,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
+    "assignment": lambda r: Assigner(r.store, r.database_url, r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
 }

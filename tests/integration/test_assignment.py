@@ -4,6 +4,7 @@ each assigned once; a reply takes an unassigned conversation when the website sa
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import Counter
@@ -11,7 +12,7 @@ from collections import Counter
 import psycopg
 
 from tests.support.inbox_seed import Seeder
-from tests.support.servers import Colleague, Tenant
+from tests.support.servers import Colleague, Tenant, make_tenant
 from tests.support.visitors import Chatting
 
 
@@ -94,6 +95,33 @@ def test_an_operator_who_goes_away_stops_receiving(http, server, tenant):
     assert http.put("/api/operators/me/availability", headers=second.headers, json={"status": "away"}).is_success
     later = seeder.conversations(6)
     assert Counter(wait_assigned(server, later, 6).values()) == {first.id: 6}
+
+
+def test_an_operator_inactive_at_the_dashboard_stops_receiving(quick_away_server):
+    """With PARLEY_OPERATOR_AWAY_AFTER_SECONDS=2: the operator who keeps working receives, the idle one does not."""
+    tenant = make_tenant(quick_away_server)
+    busy, idle = tenant.add_operator("agent"), tenant.add_operator("agent")
+    stop = threading.Event()
+    with quick_away_server.client() as http:
+        online(http, busy, idle)
+        http.put(assignment(tenant), headers=tenant.operator, json={"mode": "round-robin", "capacity": 100})
+
+        def keep_working() -> None:
+            with quick_away_server.client() as own:
+                while not stop.wait(0.4):
+                    own.post("/api/operators/me/activity", headers=busy.headers)
+
+        worker = threading.Thread(target=keep_working, daemon=True)
+        worker.start()
+        try:
+            time.sleep(2.5)  # `idle` did nothing for longer than the delay
+            states = {o["_id"]: o["availability"] for o in http.get("/api/operators", headers=tenant.operator).json()}
+            assert (states[str(busy.id)], states[str(idle.id)]) == ("online", "away")
+            conversations = Seeder(quick_away_server, tenant.org_id, tenant.website_id).conversations(6)
+            assert Counter(wait_assigned(quick_away_server, conversations, 6, timeout=30).values()) == {busy.id: 6}
+        finally:
+            stop.set()
+            worker.join()
 
 
 def test_a_reply_takes_an_unassigned_conversation_when_the_website_says_so(http, server, tenant):

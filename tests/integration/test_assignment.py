@@ -11,6 +11,8 @@ from collections import Counter
 
 import psycopg
 
+from commands.assignment import assign_if_unassigned
+
 from tests.support.inbox_seed import Seeder
 from tests.support.servers import Colleague, Tenant, make_tenant
 from tests.support.visitors import Chatting
@@ -158,3 +160,37 @@ def test_a_wrong_setting_is_refused_and_changes_nothing(http, tenant, other_tena
     assert http.put(assignment(other_tenant), headers=tenant.operator,
                     json={"mode": "off", "capacity": 1}).status_code == 404
     assert http.get(assignment(other_tenant), headers=tenant.operator).status_code == 404
+
+
+def test_assigners_racing_on_one_conversation_assign_it_once(server, tenant):
+    """What a former leader still running, or an operator at the same moment, meets: the stream decides."""
+    operators = [uuid.uuid4() for _ in range(8)]
+    conversation = Seeder(server, tenant.org_id, tenant.website_id).conversations(1)[0]
+    stores = [server.store() for _ in operators]  # made one after the other: each checks the schema
+    start = threading.Barrier(len(operators), timeout=30)
+    results: list[int | None] = []
+
+    def race(store, operator_id: uuid.UUID) -> None:
+        start.wait()
+        results.append(assign_if_unassigned(store, tenant.org_id, conversation, operator_id, None))
+
+    threads = [threading.Thread(target=race, args=pair) for pair in zip(stores, operators)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for store in stores:
+            store.close()
+    assert len(results) == len(operators)
+    assert sum(1 for r in results if r is not None) == 1
+    assert assigned_events(server, [conversation]) == {conversation: 1}
+    winner = wait_assigned(server, [conversation], 1)[conversation]
+    assert winner in operators
+    # another organization's conversation is not found, and nothing is appended
+    store = server.store()
+    try:
+        assert assign_if_unassigned(store, uuid.uuid4(), conversation, operators[0], None) is None
+    finally:
+        store.close()

@@ -45,7 +45,7 @@ from events import types as ev
 from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
-from events.supervision import keep_running
+from events.supervision import keep_running, listen_for_wakes, woken_or_after
 from projections.agent import WAKE_CHANNEL, AgentProjection
 from projections.views.agent_runs import ANSWERED_ACTIONS, CLAIM, NEXT_DUE, TRANSCRIPT
 from projections.chat import VisitorContext, visitor_context
@@ -332,7 +332,7 @@ class Worker:
                                             limits=httpx.Limits(max_connections=s.agent_concurrency),
                                             headers={"User-Agent": USER_AGENT})
             live = asyncio.create_task(self.live.run())
-            listener = asyncio.create_task(self._listen())
+            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
             listener.add_done_callback(lambda _: self.wake.set())
             try:
                 while True:
@@ -343,11 +343,7 @@ class Worker:
                         for row in await self._claim(free):
                             self._start(row)
                         wait = await self._next_due()
-                    try:
-                        async with asyncio.timeout(max(0.005, min(MAX_WAIT_SECONDS, wait))):
-                            await self.wake.wait()
-                    except TimeoutError:
-                        pass
+                    await woken_or_after(self.wake, max(0.005, min(MAX_WAIT_SECONDS, wait)))
                     if listener.done():
                         listener.result()  # its connection broke: start again
             finally:
@@ -357,13 +353,6 @@ class Worker:
                     task.cancel()
                 await asyncio.gather(listener, live, *self.tasks, return_exceptions=True)
                 await self.client.aclose()
-
-    async def _listen(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.wake.set()  # anything notified before we listened is found by the next claim
-            async for _ in conn.notifies():
-                self.wake.set()
 
     async def _claim(self, limit: int) -> list[Claimed]:
         lease = self.settings.agent_run_seconds + LEASE_MARGIN_SECONDS

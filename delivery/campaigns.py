@@ -18,13 +18,12 @@ import logging
 import uuid
 from datetime import datetime, timezone
 
-import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.campaigns import Campaign, load_campaign, send_step
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.store import EventStore, StreamConflict
-from events.supervision import keep_running
+from events.supervision import keep_running, listen_for_wakes, woken_or_after
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
 from projections.runner import current_positions, ensure_tables
 from projections.views.campaigns import PENDING, audience_of
@@ -58,17 +57,13 @@ class Sender:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, CampaignsProjection())
-            listener = asyncio.create_task(self._listen())
+            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
             listener.add_done_callback(lambda _: self.wake.set())
             try:
                 while True:
                     self.wake.clear()
                     wait = await self._start_due(pool)
-                    try:
-                        async with asyncio.timeout(wait):
-                            await self.wake.wait()
-                    except TimeoutError:
-                        pass
+                    await woken_or_after(self.wake, wait)
                     if listener.done():
                         listener.result()  # its connection broke: start again
                     for task in [t for t in self.sending.values() if t.done()]:
@@ -79,13 +74,6 @@ class Sender:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 self.sending.clear()
-
-    async def _listen(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.wake.set()  # anything notified before we listened is found by the next poll
-            async for _ in conn.notifies():
-                self.wake.set()
 
     async def _start_due(self, pool: AsyncConnectionPool) -> float:
         """Starts a task for each campaign that is sending or due; returns the seconds until the next is due."""

@@ -6,6 +6,8 @@ import asyncio
 import logging
 from typing import Awaitable, Callable
 
+import psycopg
+
 RESTART_DELAY = 0.5
 MAX_RESTART_DELAY = 2.0  # a loop is back within this long of its dependency's return
 HEALTHY_RUN_SECONDS = 10.0  # a run that lasted this long was not part of the same outage
@@ -32,3 +34,23 @@ async def keep_running(what: str, run_once: Callable[[], Awaitable[None]], log: 
                 log.warning("%s failed %d times in a row (%s: %s); still retrying", what, failures,
                             type(exc).__name__, exc)
             await asyncio.sleep(min(MAX_RESTART_DELAY, RESTART_DELAY * 2 ** (failures - 1)))
+
+
+async def listen_for_wakes(database_url: str, channel: str, wake: asyncio.Event) -> None:
+    """Sets `wake` at each NOTIFY on `channel` (and once on listening: anything notified before is found by
+    the worker's next look), until the connection breaks; a worker's polling covers the gap until it
+    listens again."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(f"LISTEN {channel}")
+        wake.set()
+        async for _ in conn.notifies():
+            wake.set()
+
+
+async def woken_or_after(wake: asyncio.Event, seconds: float) -> None:
+    """Returns once `wake` is set, or after `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            await wake.wait()
+    except TimeoutError:
+        pass

@@ -99,6 +99,19 @@ class WebsiteIdentitySecretRotated(Event, frozen=True):
     identity_secret: str  # sealed (events/sealing.py); in the clear when written before sealing
 
 
+@public("website_id", "mode", "capacity", "team_id", "assign_on_reply")
+class WebsiteAssignmentConfigured(Event, frozen=True):
+    """How the website's new conversations get an assignee: `mode` `off`, `round-robin` or `least-busy` among
+    the online operators (of `team_id`, when set) with fewer than `capacity` open conversations assigned; and
+    whether an operator's reply to an unassigned conversation makes it theirs (`assign_on_reply`)."""
+
+    website_id: uuid.UUID
+    mode: str
+    capacity: int
+    team_id: uuid.UUID | None = None
+    assign_on_reply: bool = False
+
+
 @public("operator_id", "email", "role", "display_name")  # never the password hash
 class OperatorCreated(Event, frozen=True):
     """The operator, a member of `org_id` with `role` (events recorded before roles existed read as owners:
@@ -940,6 +953,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     WebsiteCreated,
     WebsiteUpdated,
     WebsiteIdentitySecretRotated,
+    WebsiteAssignmentConfigured,
     OperatorCreated,
     OperatorTokenIssued,
     OperatorTokenRevoked,

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from commands.attachments import AttachmentSettings
 from delivery.agent import AgentSettings, Worker as AgentWorker
 from delivery.attachments import Sweeper
+from delivery.assignment import Assigner
 from delivery.campaigns import Sender
 from delivery.mail import Mailer, MailSettings
 from delivery.mail_inbound import InboundSettings, start_listener
@@ -36,6 +37,7 @@ from parley.embedded import EmbeddedNats, EmbeddedPostgres, _pid_alive, kill_gro
 from parley.settings import Settings, narrowed
 from projections.attachments import AttachmentsProjection
 from projections.audit import AuditProjection
+from projections.assignment import AssignmentProjection
 from projections.campaigns import CampaignsProjection
 from projections.activity import ActivityProjection
 from projections.reports import ReportsProjection
@@ -82,6 +84,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "agent": lambda settings: AgentProjection(),
     "documents": lambda settings: DocumentsProjection(),
     "campaigns": lambda settings: CampaignsProjection(),
+    "assignment": lambda settings: AssignmentProjection(),
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
     # after core: it reads the operators and customers core keeps, in the same transaction
@@ -105,6 +108,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
     "snooze": lambda r: Waker(r.store, r.database_url, r.settings.leader_lease_seconds),
+    "assignment": lambda r: Assigner(r.store, r.database_url, r.settings.leader_lease_seconds),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
     "mail": lambda r: Mailer(r.database_url, mail_settings(r.settings), r.sealer, r.settings.notify_digest_seconds,

@@ -64,6 +64,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.WebsiteCreated: Audited("website.created", "website", "website_id"),
     ev.WebsiteUpdated: Audited("website.updated", "website", "website_id"),
     ev.WebsiteIdentitySecretRotated: Audited("website.identity_secret_rotated", "website", "website_id"),
+    ev.WebsiteAssignmentConfigured: Audited("website.assignment_configured", "website", "website_id"),
     ev.OperatorCreated: Audited("operator.created", "operator", "operator_id"),
     ev.OperatorOrgAdded: Audited("operator.added", "operator", "operator_id"),
     ev.OperatorOrgRemoved: Audited("operator.removed", "operator", "operator_id"),

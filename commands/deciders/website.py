@@ -5,6 +5,7 @@ for the visitor's sign-in."""
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ class WebsiteState(Folded):
     brand_color: str | None
     allowed_origins: list[str]
     identity_secret: str  # sealed (or, stored before sealing, in the clear): events/sealing.py
+    assignment: ev.WebsiteAssignmentConfigured | None = None  # None: off, as every website starts
 
 
 def website_state(history: list[Recorded]) -> WebsiteState | None:
@@ -34,13 +36,17 @@ def website_state(history: list[Recorded]) -> WebsiteState | None:
         return None
     created = history[0].event
     brand_color, origins, identity_secret = created.brand_color, [], created.identity_secret
+    assignment = None
     for recorded in history[1:]:
         e = recorded.event
         if isinstance(e, ev.WebsiteUpdated):
             brand_color, origins = e.brand_color, e.allowed_origins
         elif isinstance(e, ev.WebsiteIdentitySecretRotated):
             identity_secret = e.identity_secret
-    return WebsiteState(created.website_id, history[-1].version, created, brand_color, origins, identity_secret)
+        elif isinstance(e, ev.WebsiteAssignmentConfigured):
+            assignment = e
+    return WebsiteState(created.website_id, history[-1].version, created, brand_color, origins, identity_secret,
+                        assignment)
 
 
 def normalized_origin(raw: str) -> str:
@@ -78,3 +84,25 @@ def decide_rotate_identity_secret(website: WebsiteState, identity_secret: str, a
     return website.follow(ev.WebsiteIdentitySecretRotated(org_id=website.created.org_id, at=at,
                                                           website_id=website.created.website_id,
                                                           identity_secret=identity_secret))
+
+
+ASSIGNMENT_MODES = ("off", "round-robin", "least-busy")
+MAX_CAPACITY = 10_000
+
+
+def decide_assignment(website: WebsiteState, at: datetime, *, mode: str, capacity: int, team_id: uuid.UUID | None,
+                      assign_on_reply: bool) -> list[Pending]:
+    """The website's automatic assignment (the caller checked the team is the organization's); nothing when
+    it is what the website has."""
+    if mode not in ASSIGNMENT_MODES:
+        raise Invalid(f"mode is one of {', '.join(ASSIGNMENT_MODES)}", "mode")
+    if not 1 <= capacity <= MAX_CAPACITY:
+        raise Invalid(f"capacity is from 1 to {MAX_CAPACITY} open conversations per operator", "capacity")
+    configured = ev.WebsiteAssignmentConfigured(org_id=website.created.org_id, at=at,
+                                                website_id=website.created.website_id, mode=mode, capacity=capacity,
+                                                team_id=team_id, assign_on_reply=assign_on_reply)
+    current = website.assignment
+    if current is not None and (current.mode, current.capacity, current.team_id, current.assign_on_reply) == (
+            mode, capacity, team_id, assign_on_reply):
+        return []
+    return website.follow(configured)

@@ -9,6 +9,7 @@ import {get} from "../api.js";
 import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time, tinted} from "../dom.js";
+import {InboxActions} from "../inbox-actions.js";
 import "./conversation.js";
 
 const TABS = [["mine", "Mine"], ["unassigned", "Unassigned"], ["unread", "Unread"], ["unresolved", "Unresolved"],
@@ -46,19 +47,26 @@ class ParleyInbox extends Page {
     this.status = h("div", {"aria-live": "polite", class: "list-status"});
     this.conversation = document.createElement("parley-conversation");
     this.conversation.app = this.app;
+    this.actions = new InboxActions(this);
+    this.actions.attach();
     replace(this,
       h("h1", {class: "visually-hidden"}, "Inbox"),
       h("section", {class: "list-pane", "aria-label": "Inbox"},
         this.tabs,
         h("div", {class: "filters"}, h("label", {for: "scope"}, "Show"), this.scope),
         h("div", {class: "filters as-of"}, h("label", {for: "as-of"}, "As of"), this.asOf, this.now),
-        this.views, this.past, this.status, this.list, this.pager),
+        this.views, this.past, this.actions.bar, this.actions.notice, this.status, this.list, this.pager),
       this.conversation);
     const refresh = () => this.scheduleRefresh();
     this.addEventListener("conversation-read", refresh);
     for (const name of ["conversation.created", "conversation.updated", "message.created", "MESSAGE_UPDATED_EVENT"]) {
       this.listen(name, refresh);
     }
+  }
+
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    this.actions.detach();
   }
 
   get params() {
@@ -132,6 +140,7 @@ class ParleyInbox extends Page {
     replace(this.list, page.conversations.length ? page.conversations.map((c) => this.item(c))
       : h("li", {class: "empty"}, "No conversations here."));
     this.list.setAttribute("aria-busy", "false");
+    this.actions.restore();
     this.renderPager(skip, page.filteredTotal);
     this.dataset.ready = "true";
   }
@@ -182,6 +191,7 @@ class ParleyInbox extends Page {
     const assignee = conversation.assigneeId && this.app.operators.find((o) => o._id === conversation.assigneeId);
     const current = conversation._id === this.openId;
     return h("li", {class: current ? "current" : null, "data-id": conversation._id},
+      this.actions.checkbox(conversation._id, who),
       h("a", {href: this.href({}, conversation._id), "aria-current": current ? "true" : null},
         who,
         h("span", {class: "when"},

@@ -5,6 +5,7 @@
 import {api} from "../api.js";
 import {Page} from "../page.js";
 import {copyButton, errorBox, field, h, replace, secretOnce, time} from "../dom.js";
+import {assignmentSection} from "./website-assignment.js";
 
 // the pet atlas format (web/pets/atlas.json), which commands/pets.py validates and mascot.js plays
 const PET = await (await fetch("/pets/atlas.json")).json();
@@ -162,6 +163,7 @@ class ParleyWebsites extends Page {
         }}, field("Allowed origins", origins, "One per line. Empty: the widget works on any site."),
           h("button", {type: "submit", class: "secondary"}, "Save origins"))),
       status,
+      assignmentSection(website),
       h("h3", null, "Install the chat widget"), h("pre", null, h("code", null, widget)), copyButton(widget, "Copy snippet"),
       h("h3", null, "Or the mascot"), h("pre", null, mascotCode), copyButton(() => mascotCode.textContent, "Copy snippet"),
       this.petSection(website, mascotCode),

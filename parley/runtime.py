@@ -40,6 +40,7 @@ from projections.runner import Projection, ProjectionRunner, ensure_tables
 from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
 from projections.sso import SsoProjection
+from projections.notifications import NotificationsProjection
 
 log = logging.getLogger("parley")
 
@@ -68,6 +69,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "campaigns": lambda settings: CampaignsProjection(),
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
+    "notifications": lambda settings: NotificationsProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the

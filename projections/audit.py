@@ -114,6 +114,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
                                     actor_field="operator_id"),
     ev.RecoveryCodeUsed: Audited("operator.recovery_code_used", "operator", "operator_id", actor_field="operator_id"),
     ev.OrganizationSecurityChanged: Audited("organization.security_changed", "organization", "org_id"),
+    ev.BusinessHoursSet: Audited("website.hours_set", "website", "website_id"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,
@@ -124,6 +125,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    ev.NotificationsRead, ev.NotificationPreferencesSet,  # an operator's own inbox of notifications
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

@@ -221,6 +221,7 @@ TAGS = {
     "events": "The organization's event history: read, followed live, or exported.",
     "invitations": "Invitations to join an organization's team, accepted with the link's token.",
     "messages": "Messages of conversations, with their ratings, reactions and read receipts.",
+    "notifications": "The operator's notification centre: what happened that concerns you, read or unread.",
     "operators": "The team's members: signing in and out, profiles, passwords, sessions and roles.",
     "organization": "The organization's own settings.",
     "password-resets": "Password reset links: asked for by e-mail, used once.",

@@ -756,7 +756,7 @@ class BusinessHoursSet(Event, frozen=True):
 
     website_id: uuid.UUID
     timezone: str
-    weekly: dict[str, list[tuple[str, str]]]
+    weekly: dict[str, list[list[str]]]  # each range [start, end]
     holidays: list[str]
     away_message: str | None = None
 

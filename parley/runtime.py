@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 
 from delivery.agent import AgentSettings, Worker as AgentWorker
+from delivery.away import AwayReplier
 from delivery.campaigns import Sender
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.sealing import Sealer, check_key
@@ -41,6 +42,7 @@ from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
 from projections.sso import SsoProjection
 from projections.notifications import NotificationsProjection
+from projections.hours import HoursProjection
 
 log = logging.getLogger("parley")
 
@@ -70,6 +72,7 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
     "notifications": lambda settings: NotificationsProjection(),
+    "hours": lambda settings: HoursProjection(),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
@@ -87,6 +90,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
                                   r.settings.leader_lease_seconds),
+    "away": lambda r: AwayReplier(r.store, r.database_url),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
 }

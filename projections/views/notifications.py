@@ -42,6 +42,10 @@ class NotificationPage(msgspec.Struct, rename="camel"):
     unread: int
 
 
+class Unread(msgspec.Struct):
+    unread: int
+
+
 class Pushed(msgspec.Struct):
     """What a dashboard's realtime `notification.created` frame carries: the notification and the recipient's
     unread count with it."""

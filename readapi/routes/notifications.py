@@ -11,7 +11,7 @@ from litestar import Request, Response, get, post, put
 from commands import notifications
 from commands.errors import NotFound
 from projections.views.collections import parse_bool, parse_int
-from projections.views.notifications import (PAGE_DEFAULT, NotificationPage, notification_page, own_notifications,
+from projections.views.notifications import (PAGE_DEFAULT, NotificationPage, Unread, notification_page, own_notifications,
                                               preferences, unread_count)
 from projections.views.parameters import query
 from readapi.auth import OPERATOR, Authenticated, Decoded
@@ -23,10 +23,6 @@ KINDS = ("`conversation.new` (a visitor opened a conversation), `message.new` (a
          "assigned to you, or one you replied in), `mention` (a teammate's internal note names `@Your Name` or "
          "`@your-email-local-part`), `assignment`, `handoff` (the AI agent handed a conversation to the team), "
          "`webhook.disabled` (an endpoint was disabled after failures: admins and owners)")
-
-
-class Unread(msgspec.Struct):
-    unread: int
 
 
 async def preferences_answer(request: Request, principal, created=None) -> Response:

@@ -17,7 +17,7 @@ from events.ids import new_id
 from events.store import Pending
 from projections.notifications import NotificationsProjection
 from projections.runner import rebuild
-from tests.support.visitors import Chatting
+from tests.support.visitors import Chatting, EventStream
 
 PASSWORD = "correct horse"
 
@@ -170,3 +170,27 @@ def test_a_rebuild_makes_the_same_notifications_once_with_what_was_read(http, te
     assert marked.status_code == 200
     assert notifications(http, tenant.operator) == before
     assert before["unread"] == 2 and kinds(before) == ["message.new", "message.new", "conversation.new"]
+
+
+def test_new_notifications_and_reads_reach_only_their_recipients_open_streams(http, tenant, server):
+    colleague = tenant.add_operator("agent")
+    assert http.put("/api/operators/me/notifications", headers=colleague.headers,
+                    json={"conversation.new": {"dashboard": False, "desktop": False, "email": False}}).status_code == 200
+    with EventStream(server.base_url, "/api/realtime", tenant.operator) as mine, \
+            EventStream(server.base_url, "/api/realtime", colleague.headers) as theirs:
+        chat = Chatting(http, tenant)
+        [*_, pushed] = mine.until(lambda p: p.event == "notification.created")
+        assert pushed.id == 0  # not in the log: never replayed
+        assert pushed.data["unread"] == 1
+        assert pushed.data["notification"]["kind"] == "conversation.new"
+        assert pushed.data["notification"]["conversationId"] == chat.conversation_id
+        listed = notifications(http, tenant.operator)["items"][0]
+        assert pushed.data["notification"] == listed
+        assert http.post("/api/notifications/read", headers=tenant.operator, json={"all": True}).status_code == 200
+        [*_, read] = mine.until(lambda p: p.event == "notifications.read")
+        assert read.data == {"unread": 0}
+        reply(http, colleague.headers, chat.conversation_id, "on it")
+        chat.say("thanks")
+        seen = theirs.until(lambda p: p.event == "notification.created")
+        assert [p.data["notification"]["kind"] for p in seen if p.event == "notification.created"] == ["message.new"]
+        assert not [p for p in seen if p.event == "notifications.read"]

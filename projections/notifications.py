@@ -95,6 +95,7 @@ UNION ALL
 SELECT operator_id FROM rm_notify_members WHERE org_id = %(org)s
   AND NOT EXISTS (SELECT 1 FROM rm_notify_conversations WHERE id = %(conversation)s AND assignee IS NOT NULL)"""
 NAMED = "SELECT unnest(%(named)s::uuid[])"
+ENDS_LATER = re.compile(r"[\w@]")  # after a name: the mention goes on, so it is another name
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,20 @@ def mention_names(person: Mentionable) -> list[str]:
 
 def mentioned(content: str, people: Iterable[Mentionable]) -> set[uuid.UUID]:
     """The operators a note mentions: `@` then one of their `mention_names`, matched case-insensitively, not
-    inside a word or an address before it, nor followed by a letter or digit (so `@Ada` is not `@Adam`)."""
-    found = set()
-    for person in people:
-        for name in mention_names(person):
-            if re.search(r"(?<![\w@.])@" + re.escape(name) + r"(?![\w])", content, re.IGNORECASE):
-                found.add(person.operator_id)
-                break
+    inside a word or an address before it, nor followed by a letter, digit or `@` (so `@Ada` is not `@Adam`,
+    and `@ada@b.example` is not ada@a.example). At each `@` the longest name that matches wins (`@Ada
+    Lovelace` is Ada Lovelace, not another operator whose address starts with ada@); people sharing that
+    name are all mentioned. The dashboard's composer suggests `@<e-mail>`, which the inbox's mentions tab
+    also reads."""
+    lowered = content.lower()
+    handles = [(name.lower(), person.operator_id) for person in people for name in mention_names(person)]
+    found: set[uuid.UUID] = set()
+    for at in (m.start() for m in re.finditer(r"(?<![\w@.])@", content)):
+        matches = [(len(name), operator_id) for name, operator_id in handles
+                   if lowered.startswith(name, at + 1) and not ENDS_LATER.match(lowered, at + 1 + len(name))]
+        if matches:
+            longest = max(length for length, _ in matches)
+            found.update(operator_id for length, operator_id in matches if length == longest)
     return found
 
 

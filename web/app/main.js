@@ -4,6 +4,7 @@
 
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {errorBox, field, h, replace} from "./dom.js";
+import {NotificationCentre} from "./notifications.js";
 import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
 // label, module, element, and the least role that may use the page (none: every operator)
@@ -18,6 +19,7 @@ const PAGES = {
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
   organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
   operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
+  notifications: ["Notifications", "./pages/notifications.js", "parley-notifications"],
 };
 // every operator's own, opened from its name in the header rather than the navigation; the one page of an
 // operator who must enrol in two-factor sign-in (the organization requires it) until they have
@@ -162,7 +164,10 @@ class ParleyApp extends HTMLElement {
     this.renderShell();
     this.stopRealtime = realtime(
       (name, data) => this.bus.dispatchEvent(new CustomEvent(name, {detail: data})),
-      (state) => this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…"));
+      (state) => {
+        this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…");
+        if (state === "open") this.centre.refresh(); // what came while away: notification frames are not replayed
+      });
     if (location.pathname === "/app/" || location.pathname === "/app" || location.pathname === "/app/signin") {
       history.replaceState(null, "", "/app/inbox");
     }
@@ -192,6 +197,7 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
+    this.centre = this.enrolOnly ? null : new NotificationCentre(this);
     const usable = this.enrolOnly ? [["profile", PROFILE]]
       : Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
     this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, usable.map(([key, [label]]) =>
@@ -203,6 +209,7 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
+        this.centre?.element,
         h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
           this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {
@@ -220,7 +227,9 @@ class ParleyApp extends HTMLElement {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
-    document.title = `${page[0]} · Parley`;
+    this.pageTitle = `${page[0]} · Parley`;
+    if (this.centre) this.centre.applyTitle();
+    else document.title = this.pageTitle;
     if (page[3] && !this.hasRole(page[3])) { // opened by its address: say so rather than fail its requests
       replace(this.outlet, h("section", {class: "card role-refused"}, h("h1", null, page[0]),
         h("p", null, `Your role (${this.me.role}) cannot use ${page[0]}: ask an admin or an owner of the organization.`)));

@@ -5,6 +5,7 @@
 | `conversation.new` | a visitor's `ConversationCreated` (not operator-only, not a campaign's) | every active operator |
 | `message.new` | a visitor's `MessageCreated` | the conversation's assignee, else the operators who replied in it |
 | `mention` | an internal note naming `@Display Name` or `@local-part` of an operator's e-mail | that operator |
+| `assignment` | `ConversationAssigned` to an operator (not by that operator) | the new assignee |
 | `handoff` | `ConversationUpdated(handoff=True)` (the AI agent, or its failed run, gave up) | the assignee, else everyone |
 | `webhook.disabled` | `WebhookDisabled` by the delivery worker (not by a person) | admins and owners |
 
@@ -141,7 +142,7 @@ class NotificationsProjection:
     handles = (ev.OperatorCreated, ev.OperatorOrgAdded, ev.OperatorOrgRemoved, ev.OperatorDisabled,
                ev.OperatorEnabled, ev.OperatorRoleChanged, ev.OperatorProfileChanged, ev.WebsiteCreated,
                ev.ConversationCreated, ev.ConversationUpdated, ev.MessageCreated, ev.WebhookSubscribed,
-               ev.WebhookDisabled, ev.NotificationsRead, ev.NotificationPreferencesSet)
+               ev.WebhookDisabled, ev.NotificationsRead, ev.NotificationPreferencesSet, ev.ConversationAssigned)
 
     async def create(self, conn: psycopg.AsyncConnection) -> None:
         await conn.execute(DDL)
@@ -169,6 +170,8 @@ class NotificationsProjection:
                              e.conversation_id, e.website_id)
         elif isinstance(e, ev.MessageCreated):
             await self._message(conn, recorded, e)
+        elif isinstance(e, ev.ConversationAssigned):
+            await self._assigned(conn, recorded, e)
         elif isinstance(e, ev.ConversationUpdated) and e.handoff:
             await notify(conn, recorded, "handoff", ASSIGNEE_OR_EVERYONE,
                          "The AI agent handed a conversation on {website} to the team", e.conversation_id,
@@ -225,6 +228,19 @@ class NotificationsProjection:
                 await notify(conn, recorded, "mention", NAMED,
                              f"{author or 'A teammate'} mentioned you in a note on {{website}}", e.conversation_id,
                              e.website_id, author=e.operator_id, named=sorted(named))
+
+    async def _assigned(self, conn: psycopg.AsyncConnection, recorded: Recorded, e: ev.ConversationAssigned) -> None:
+        """A new assignee is told, unless they took it themselves; a team-only assignment tells nobody (the
+        team's members see it in their team's view)."""
+        before = await (await conn.execute(
+            "UPDATE rm_notify_conversations n SET assignee = %s FROM (SELECT assignee FROM rm_notify_conversations "
+            "WHERE id = %s FOR UPDATE) AS old WHERE n.id = %s RETURNING old.assignee, n.website_id",
+            (e.assignee_id, e.conversation_id, e.conversation_id))).fetchone()
+        if e.assignee_id is None or before is None or before[0] == e.assignee_id:
+            return
+        by = e.actor.id if e.actor is not None and e.actor.kind == "operator" else None
+        await notify(conn, recorded, "assignment", NAMED, "You were assigned a conversation on {website}",
+                     e.conversation_id, before[1], author=by, named=[e.assignee_id])
 
     async def _read(self, conn: psycopg.AsyncConnection, recorded: Recorded, e: ev.NotificationsRead) -> None:
         if e.all:

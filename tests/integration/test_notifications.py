@@ -194,3 +194,33 @@ def test_new_notifications_and_reads_reach_only_their_recipients_open_streams(ht
         seen = theirs.until(lambda p: p.event == "notification.created")
         assert [p.data["notification"]["kind"] for p in seen if p.event == "notification.created"] == ["message.new"]
         assert not [p for p in seen if p.event == "notifications.read"]
+
+
+def assign(server, tenant, conversation_id: str, assignee, by) -> int:
+    store = server.store()
+    try:
+        stream = uuid.UUID(conversation_id)
+        version = store.load(stream)[-1].version
+        return store.append(Pending(stream, version + 1, ev.ConversationAssigned(
+            org_id=tenant.org_id, at=datetime.now(timezone.utc), conversation_id=stream, assignee_id=assignee,
+            team_id=None, actor=ev.Actor("operator", by))))
+    finally:
+        store.close()
+
+
+def test_an_assignment_tells_the_assignee_who_then_gets_the_visitors_messages(http, tenant, server):
+    colleague = tenant.add_operator("agent")
+    me = http.get("/api/operators/me", headers=tenant.operator).json()["_id"]
+    chat = Chatting(http, tenant)
+    reply(http, tenant.operator, chat.conversation_id, "hello")
+    assign(server, tenant, chat.conversation_id, colleague.id, uuid.UUID(me))
+    assign(server, tenant, chat.conversation_id, colleague.id, colleague.id)  # the same: no change
+    chat.say("is anyone there?")
+    theirs = notifications(http, colleague.headers)
+    assert kinds(theirs) == ["message.new", "assignment", "conversation.new"]
+    assert theirs["items"][1]["text"] == f"You were assigned a conversation on {tenant.website_name}"
+    assert theirs["items"][1]["conversationId"] == chat.conversation_id
+    assert kinds(notifications(http, tenant.operator)) == ["conversation.new"]  # replied, but not assigned
+    own = Chatting(http, tenant)
+    assign(server, tenant, own.conversation_id, uuid.UUID(me), uuid.UUID(me))  # taking it yourself
+    assert "assignment" not in kinds(notifications(http, tenant.operator))

@@ -95,12 +95,12 @@ def test_desktop_notifications_are_asked_for_on_a_click_and_shown_for_a_mention(
     context.grant_permissions(["notifications"], origin=server.base_url)
     assert page.evaluate("Notification.permission") == "granted"
     note = http.post("/api/messages", headers=colleague.headers, json={
-        "conversationId": chat.conversation_id, "content": f"@{tenant.operator_email} the secret is 42",
+        "conversationId": chat.conversation_id, "content": f"@{tenant.operator_email} the refund code is QQ-SECRET",
         "from": "operator", "internal": True})
     assert note.status_code == 200, note.text
     page.wait_for_function("() => window.__shown.some((n) => n.title === 'Parley: Mention')")
     shown = [n for n in page.evaluate("window.__shown") if n["title"] == "Parley: Mention"]
-    assert len(shown) == 1 and "42" not in shown[0]["body"] and "mentioned you" in shown[0]["body"]
+    assert len(shown) == 1 and "QQ-SECRET" not in shown[0]["body"] and "mentioned you" in shown[0]["body"]
     assert page.evaluate("window.__asked") == 1
     page.locator("parley-notifications li[data-kind='mention']").wait_for()
     assert_accessible(page, axe_script, "the notifications page")

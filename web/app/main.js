@@ -20,11 +20,12 @@ const PAGES = {
   audit: ["Audit log", "./pages/audit.js", "parley-audit", "admin"],
   organization: ["Organization", "./pages/organization.js", "parley-organization", "owner"],
   operators: ["Operators", "./pages/operators.js", "parley-operators", "admin"],
-  notifications: ["Notifications", "./pages/notifications.js", "parley-notifications"],
 };
 // every operator's own, opened from its name in the header rather than the navigation; the one page of an
 // operator who must enrol in two-factor sign-in (the organization requires it) until they have
 const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
+// every operator's notifications and their channels, opened from the notification centre (notifications.js)
+const NOTIFICATIONS = ["Notifications", "./pages/notifications.js", "parley-notifications"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
 
@@ -231,7 +232,8 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = key === "profile" || this.enrolOnly ? PROFILE : PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" || this.enrolOnly ? PROFILE
+      : key === "notifications" ? NOTIFICATIONS : PAGES[key] ?? PAGES.inbox;
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");

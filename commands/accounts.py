@@ -150,13 +150,31 @@ def issue_reset(store: EventStore, principal: Principal, operator_id: uuid.UUID 
     if operator_id is None:
         raise NotFound("operator not found")
     check_may_manage(load_team(store, principal.org_id, {*member_ids, operator_id}), principal.role, operator_id)
+    return _issue_reset(store, principal.org_id, operator_id, principal.operator_id)
+
+
+def _issue_reset(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID, issued_by: uuid.UUID | None) -> Link:
     reset_id, at = new_id(), now()
-    token, reservation = _new_link("password-reset", "pr_", principal.org_id, reset_id)
+    token, reservation = _new_link("password-reset", "pr_", org_id, reset_id)
     expires_at = at + RESET_LIFETIME
     position = store.append(reservation, Pending(reset_id, 1, ev.PasswordResetIssued(
-        org_id=principal.org_id, at=at, reset_id=reset_id, operator_id=operator_id, expires_at=expires_at,
-        issued_by=principal.operator_id)))
+        org_id=org_id, at=at, reset_id=reset_id, operator_id=operator_id, expires_at=expires_at,
+        issued_by=issued_by)))
     return Link(reset_id, token, expires_at, position)
+
+
+def request_reset(store: EventStore, email: str) -> tuple[Link, uuid.UUID, str] | None:
+    """A reset link an operator asked for by e-mail address (to be mailed to that address, never answered):
+    the link, its organization (the operator's first) and the address; None for an address with no account."""
+    try:
+        email = check_email(email)
+    except Invalid:
+        return None
+    operator_id = _operator_id_by_email(store, email)
+    if operator_id is None:
+        return None
+    org_id = fold_operator(store.load(operator_id)).created.org_id
+    return _issue_reset(store, org_id, operator_id, None), org_id, email
 
 
 def use_reset(store: EventStore, token: str, password: str) -> Created:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import os
 import zlib
 
@@ -44,7 +46,11 @@ class Sealer:
     """Seals and opens secrets under one key: 32 bytes in URL-safe base64 (`secrets.token_urlsafe(32)`)."""
 
     def __init__(self, key: str):
-        self._aead = AESGCM(_key_bytes(key))
+        raw = _key_bytes(key)
+        self._aead = AESGCM(raw)
+        # a key of its own for signatures (the reply-to and unsubscribe tokens of e-mail), derived so that
+        # a signature never reveals anything of the sealing key
+        self._mac_key = hmac.new(raw, b"parley signatures v1", hashlib.sha256).digest()
 
     @classmethod
     def generate(cls) -> "Sealer":
@@ -55,6 +61,10 @@ class Sealer:
         nonce = os.urandom(NONCE_BYTES)
         sealed = nonce + self._aead.encrypt(nonce, secret.encode(), None)
         return PREFIX + base64.urlsafe_b64encode(sealed).decode()
+
+    def mac(self, purpose: str, data: bytes) -> bytes:
+        """An HMAC-SHA256 of `data` for `purpose` under this key: what the service signs and checks itself."""
+        return hmac.new(self._mac_key, purpose.encode() + b"\0" + data, hashlib.sha256).digest()
 
     def open(self, stored: str) -> str:
         """The secret in the clear; a value stored before sealing (no prefix) is that already."""

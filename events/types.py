@@ -885,6 +885,27 @@ class LabelDeleted(Event, frozen=True):
     """The label is gone, and off every conversation that had it."""
 
     label_id: uuid.UUID
+# E-mail (docs/mail.md). A link's mail carries the link's URL, a credential: sealed (events/sealing.py), and
+# never public.
+@public("link_id", "kind")
+class LinkMailRequested(Event, frozen=True):
+    """An invitation's or a password reset's link (`kind`: `invitation` or `password-reset`) is to be sent to
+    `email`; `url` (sealed) is the link itself."""
+
+    link_id: uuid.UUID
+    kind: str
+    email: str
+    url: str
+
+
+@public("recipient", "kind")
+class MailUnsubscribed(Event, frozen=True):
+    """The recipient followed an e-mail's unsubscribe link: `recipient` is `operator:<id>` (no more e-mail of
+    `kind`: `mention`, `assignment`, `conversation.new`) or `customer:<id>` (`kind` `reply`: no more of the
+    team's replies by e-mail)."""
+
+    recipient: str
+    kind: str
 
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -975,4 +996,6 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     LabelCreated,
     LabelChanged,
     LabelDeleted,
+    LinkMailRequested,
+    MailUnsubscribed,
 )

@@ -22,6 +22,8 @@ from typing import Any, Callable
 from delivery.agent import AgentSettings, Worker as AgentWorker
 from delivery.away import AwayReplier
 from delivery.campaigns import Sender
+from delivery.mail import Mailer, MailSettings
+from delivery.mail_inbound import InboundSettings, start_listener
 from delivery.webhooks import Dispatcher, WebhookSettings
 from events.sealing import Sealer, check_key
 from events.store import EventStore, RecoveringPool
@@ -35,6 +37,7 @@ from projections.agent import AgentProjection
 from projections.chat import ChatProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.mail import MailProjection
 from projections.documents import DocumentsProjection
 from projections.search import SearchConfig, SearchProjection, warm_up
 from projections.runner import Projection, ProjectionRunner, ensure_tables
@@ -73,6 +76,8 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "sso": lambda settings: SsoProjection(),
     "notifications": lambda settings: NotificationsProjection(),
     "hours": lambda settings: HoursProjection(),
+    # after core: it reads the operators and customers core keeps, in the same transaction
+    "mail": lambda settings: MailProjection(settings.notify_digest_seconds, enabled=bool(settings.smtp_url)),
     "search": lambda settings: SearchProjection(search_config(settings)),
 }
 # Search embeds the documents it indexes, which is slow, so it runs alone rather than hold back the
@@ -85,7 +90,7 @@ EMBEDDED_INDEX_ELSEWHERE = (
     "index, and another API process keeps the only one that is filled; set PARLEY_QDRANT_URL to share a Qdrant "
     "server between API processes, or run one API process")
 # Background consumers that are not read models (deliveries): name -> the worker built with what it
-# needs; each runs `worker.run()`.
+# needs (None: not configured, not started); each runs `worker.run()`.
 WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "webhooks": lambda r: Dispatcher(r.store, r.database_url, narrowed(r.settings, WebhookSettings), r.sealer),
     "campaigns": lambda r: Sender(r.store, r.database_url, r.settings.campaign_batch_size,
@@ -93,7 +98,14 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
     "away": lambda r: AwayReplier(r.store, r.database_url),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
+    "mail": lambda r: Mailer(r.database_url, mail_settings(r.settings), r.sealer, r.settings.notify_digest_seconds,
+                             r.settings.leader_lease_seconds) if r.settings.smtp_url else None,
 }
+
+
+def mail_settings(settings: Settings) -> MailSettings:
+    """Links in e-mails point at PARLEY_PUBLIC_URL, else at the address the API listens on."""
+    return narrowed(settings, MailSettings, base_url=settings.public_url or f"http://{settings.host}:{settings.port}")
 
 
 def search_config(settings: Settings) -> SearchConfig:
@@ -263,7 +275,8 @@ class Runtime:
             if not (name == "search" and self.search_with_api):
                 self._run_projections([self.projections[name]])
         for name, build in WORKERS.items():
-            self.tasks.append(asyncio.create_task(build(self).run(), name=f"worker:{name}"))
+            if (worker := build(self)) is not None:
+                self.tasks.append(asyncio.create_task(worker.run(), name=f"worker:{name}"))
         if not self.search_with_api:  # the search read model runs here: it indexes the first document saved at once
             warm_up(search_config(self.settings))
 
@@ -302,6 +315,9 @@ class Runtime:
                 self.services.setup_code = secrets.token_urlsafe(12)
         self.tasks.extend(tasks)
         self.on_stop_serving.append(realtime.hub.close_all)  # open streams would hold the server's shutdown
+        if self.settings.smtp_inbound:  # replies by e-mail: posted through this process's store, like the API's
+            inbound = await start_listener(self.store, self.sealer, narrowed(self.settings, InboundSettings))
+            self.on_stop_serving.append(inbound.close)
         if self.search_with_api:
             search = self._run_projections([self.projections["search"]], watch.observe)  # reads here are told at once
             self.services.search_unavailable = lambda: EMBEDDED_INDEX_ELSEWHERE if search.standby else None

@@ -63,6 +63,12 @@ class Settings(msgspec.Struct, kw_only=True):
     agent_retry_attempts: Annotated[int, msgspec.Meta(ge=1)] = 4
     agent_retry_base_seconds: Annotated[float, msgspec.Meta(gt=0)] = 1.0
     agent_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 100
+    smtp_url: str = ""
+    mail_from: str = ""
+    mail_domain: str = ""
+    notify_digest_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
+    smtp_inbound: str = ""
+    mail_inbound_secret: str = ""
 
 
 # variable -> (setting, meaning), documented in the README from this table
@@ -153,6 +159,18 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "PARLEY_AGENT_RETRY_ATTEMPTS": ("agent_retry_attempts", "calls of an AI agent that fails before answering (refused connection, DNS, 5xx, 429) before the run fails (default 4)"),
     "PARLEY_AGENT_RETRY_BASE_SECONDS": ("agent_retry_base_seconds", "first delay before calling a failing AI agent again, doubled per attempt, with jitter (default 1)"),
     "PARLEY_AGENT_CONCURRENCY": ("agent_concurrency", "AI agent runs in flight per worker process (default 100)"),
+    "PARLEY_SMTP_URL": ("smtp_url", "where Parley sends e-mail: smtp://[user:password@]host:port[?starttls=1|tls=1]; "
+                        "unset: no e-mail is sent (docs/mail.md)"),
+    "PARLEY_MAIL_FROM": ("mail_from", "the From address of Parley's e-mail (default: parley@ the reply-to domain, "
+                         "else the SMTP host)"),
+    "PARLEY_MAIL_DOMAIN": ("mail_domain", "the domain of the reply-to addresses (reply+<signed token>@domain) whose "
+                           "mail comes back to Parley; unset: visitors' e-mails have no reply-to into the conversation"),
+    "PARLEY_NOTIFY_DIGEST_SECONDS": ("notify_digest_seconds", "the digest window of notification e-mail: at most one "
+                                     "mail per operator, and per visitor and conversation, per window (default 300)"),
+    "PARLEY_SMTP_INBOUND": ("smtp_inbound", "host:port of the service's own SMTP listener for replies to its "
+                            "e-mail (default: off)"),
+    "PARLEY_MAIL_INBOUND_SECRET": ("mail_inbound_secret", "the bearer secret of POST /api/mail/inbound, where a mail "
+                                   "provider posts inbound mail; unset: the route answers 503"),
 }
 
 

@@ -137,6 +137,8 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.ConversationPrioritySet, ev.ConversationSnoozed,
     ev.ConversationWoken, ev.ConversationReadByOperator,
     ev.OperatorAvailabilityChanged,  # an operator's own online/away/offline: their day, not a setting
+    ev.MailUnsubscribed,  # a recipient's own choice, from an e-mail's link: no staff's change
+    ev.LinkMailRequested,  # the invitation or reset it mails is `invitation.created` or `password_reset.issued`
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

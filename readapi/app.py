@@ -13,14 +13,14 @@ from readapi.middleware import ContractMiddleware
 from readapi.mounted import MountedApp
 from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (accounts, agent, audit, avatars, batch, campaigns, chat, conversation_flags,
-                            conversation_history, docs, documents, events, health, hours, message_feedback,
+                            conversation_history, docs, documents, events, health, hours, mail, message_feedback,
                             notifications, operators, pets, realtime, reports, resources, sandbox, sso, team,
                             two_factor, web_files, webhooks, workspace)
 from readapi.services import Services
 
 ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
                  realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
-                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, notifications, hours]
+                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail, notifications, hours]
 
 
 def create_app(services: Services, mounted: MountedApp | None = None,

@@ -220,6 +220,7 @@ TAGS = {
     "documents": "Help documents: written by operators, searched by visitors and the AI agent.",
     "events": "The organization's event history: read, followed live, or exported.",
     "invitations": "Invitations to join an organization's team, accepted with the link's token.",
+    "mail": "E-mail: whether the service sends any, inbound replies from a mail provider, unsubscribe links.",
     "messages": "Messages of conversations, with their ratings, reactions and read receipts.",
     "notifications": "The operator's notification centre: what happened that concerns you, read or unread.",
     "operators": "The team's members: signing in and out, profiles, passwords, sessions and roles.",

@@ -52,6 +52,9 @@ class ApiSettings:
     mcp_allowed_origins: str
     nats_stream: str
     operator_away_after_seconds: float
+    smtp_url: str  # set: e-mail is sent (invitations, password resets, notifications)
+    mail_domain: str
+    mail_inbound_secret: str
 
 
 class ConversationFacts(Protocol):

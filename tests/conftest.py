@@ -11,6 +11,7 @@ import pytest
 from parley.embedded import EmbeddedNats, EmbeddedPostgres
 from tests.support.oidc import OidcProvider
 from tests.support.servers import Infra, Server, Tenant, from_containers, make_server, make_tenant
+from tests.support.smtp import SmtpInbox, mail_env
 
 
 @pytest.fixture(scope="session")
@@ -77,3 +78,18 @@ def provider(sso_server) -> Iterator[OidcProvider]:
     started = OidcProvider(sso_server.base_url + "/api/sso/callback").start()
     yield started
     started.stop()
+
+
+@pytest.fixture(scope="module")
+def smtp_inbox() -> Iterator[SmtpInbox]:
+    """A real SMTP server on the loopback that keeps what it is sent."""
+    with SmtpInbox() as inbox:
+        yield inbox
+
+
+@pytest.fixture(scope="module")
+def mail_server(infra, tmp_path_factory, smtp_inbox) -> Iterator[Server]:
+    """A server that mails `smtp_inbox` and takes replies on its own SMTP listener."""
+    running = make_server(infra, tmp_path_factory.mktemp("mail"), **mail_env(smtp_inbox)).start()
+    yield running
+    running.stop()

@@ -2,8 +2,9 @@
 fresh install.
 
 A link (an invitation, a password reset) is answered as a URL of the dashboard to copy and hand over; the
-token rides in the URL's fragment, which browsers do not send to servers. No e-mail leaves yet: sending the
-same URL by e-mail is for where e-mail is configured (`link_url` makes it)."""
+token rides in the URL's fragment, which browsers do not send to servers. Where e-mail is configured
+(PARLEY_SMTP_URL) the same URL is also mailed to its address (`mailed: true`), and a reset asked for by
+address is mailed (never answered)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from commands.admin import Created, MAX_EMAIL
 from commands.deciders.operator import MAX_DISPLAY_NAME
 from commands.errors import Conflict, Forbidden
 from events.ids import parse_id
+from projections.views.mail import operator as operator_address
 from projections.views.operators import OperatorSession, any_operator, invitation_pending, sessions_of
 from readapi.auth import ADMIN, OPERATOR_ENROLLING, PUBLIC, Authenticated, Decoded
 from readapi.clientaddress import TrustedProxies
 from readapi.openapi import describe
+from readapi.routes.mail import mail_configured, mail_link
 from readapi.routes.team import team_ids
 from readapi.services import caught_up, json_response, run_command, services, written
 
@@ -40,16 +43,19 @@ class InvitationCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class LinkIssued(msgspec.Struct, rename={"id": "_id", "expires_at": "expiresAt"}):
-    """A single-use link, shown once: its token is stored only as a hash."""
+    """A single-use link, shown once: its token is stored only as a hash. `mailed`: it is also on its way by
+    e-mail to the invited address (PARLEY_SMTP_URL is set)."""
 
     id: uuid.UUID
     url: str
     expires_at: datetime
+    mailed: bool = False
 
 
 class ResetIssued(msgspec.Struct, rename={"expires_at": "expiresAt"}):
     url: str
     expires_at: datetime
+    mailed: bool = False  # also on its way by e-mail to the operator's address
 
 
 class InvitationAccept(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
@@ -121,7 +127,9 @@ async def invite(request: Request, principal: Authenticated, payload: Decoded[In
     link = await run_command(request, accounts.invite, principal, payload.email, payload.role)
     created = Created(link.id, link.position)
     await written(request, created)
-    return json_response(LinkIssued(link.id, link_url(request, "invite", link.token), link.expires_at), created, 201)
+    url = link_url(request, "invite", link.token)
+    mailed = await mail_link(request, principal.org_id, link.id, "invitation", payload.email.strip().lower(), url)
+    return json_response(LinkIssued(link.id, url, link.expires_at, mailed), created, 201)
 
 
 @describe("Revoke a pending invitation (admins and owners; an owner's invitation, owners only): its link no "
@@ -158,12 +166,16 @@ async def change_password(request: Request, principal: Authenticated, payload: D
 
 
 @describe("Ask for a password reset link by e-mail: always 202, whether or not the address has an account. "
-          "The link is sent where e-mail is configured; until then nothing is sent, and an admin makes one "
-          "(`POST /api/operators/{operatorId}/password-reset`)", PUBLIC, body=PasswordResetRequest, answer=None,
-          status=202, position=False, example={"email": "ada@example.com"}, operation_id="requestPasswordReset")
+          "The link is mailed to an operator's address where e-mail is configured (PARLEY_SMTP_URL); without it "
+          "nothing is sent, and an admin makes one (`POST /api/operators/{operatorId}/password-reset`)", PUBLIC,
+          body=PasswordResetRequest, answer=None, status=202, position=False, example={"email": "ada@example.com"},
+          operation_id="requestPasswordReset")
 @post("/api/password-resets", status_code=202)
-async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> Response:
-    # no e-mail can leave yet, so nothing is recorded: the answer is the same for every address
+async def request_password_reset(request: Request, payload: Decoded[PasswordResetRequest]) -> Response:
+    # the answer is the same for every address: whether one has an account is never told
+    if mail_configured(request) and (issued := await run_command(request, accounts.request_reset, payload.email)):
+        link, org_id, email = issued
+        await mail_link(request, org_id, link.id, "password-reset", email, link_url(request, "reset", link.token))
     return Response(b"", status_code=202)
 
 
@@ -172,11 +184,16 @@ async def request_password_reset(payload: Decoded[PasswordResetRequest]) -> Resp
           operation_id="issuePasswordReset")
 @post("/api/operators/{operator_id:str}/password-reset", status_code=201)
 async def issue_password_reset(request: Request, principal: Authenticated, operator_id: FromPath[str]) -> Response:
-    link = await run_command(request, accounts.issue_reset, principal, parse_id(operator_id),
-                             await team_ids(request, principal))
+    member_id = parse_id(operator_id)
+    link = await run_command(request, accounts.issue_reset, principal, member_id, await team_ids(request, principal))
     created = Created(link.id, link.position)
     await written(request, created)
-    return json_response(ResetIssued(link_url(request, "reset", link.token), link.expires_at), created, 201)
+    url, mailed = link_url(request, "reset", link.token), False
+    async with services(request).pool.connection() as conn:
+        member = await operator_address(conn, member_id)
+    if member.email:
+        mailed = await mail_link(request, principal.org_id, link.id, "password-reset", member.email, url)
+    return json_response(ResetIssued(url, link.expires_at, mailed), created, 201)
 
 
 @describe("Set a new password with a reset link's token (no credential; at least 10 characters): every session "

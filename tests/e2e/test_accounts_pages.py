@@ -45,6 +45,8 @@ def test_an_invitation_from_the_operators_page_to_the_first_sign_in(new_page, se
     owner = signed_in(new_page(), server, tenant.operator_email)
     owner.click("nav >> text=Operators")
     owner.wait_for_selector("parley-operators tbody tr")
+    # this server has no PARLEY_SMTP_URL: the page says the link is not mailed
+    assert "E-mail is off on this server" in owner.text_content("parley-operators .notice[role=note]")
     email = f"invited-{tenant.org_id.hex[:8]}@example.com"
     owner.fill("#invite-email", email)
     owner.select_option("#invite-role", "agent")

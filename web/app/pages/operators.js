@@ -1,16 +1,21 @@
-// The organization's operators (admins and owners): invite by e-mail and role (the link is shown to copy),
-// change a role, disable or enable, remove, revoke an invitation, make a password reset link to hand over.
+// The organization's operators (admins and owners): invite by e-mail and role (the link is shown to copy, and
+// mailed where the service sends e-mail), change a role, disable or enable, remove, revoke an invitation, make
+// a password reset link to hand over.
 
 import {api, get} from "../api.js";
 import {Page} from "../page.js";
 import {copyButton, errorBox, field, h, replace, time} from "../dom.js";
+import {mailOffNotice} from "../mail.js";
 
 const ROLES = ["agent", "admin", "owner"];
 
-/** A link shown once, to copy and hand over. */
+/** A link shown once, to copy and hand over (and on its way by e-mail when `mailed`). */
 function linkToCopy(label, link) {
+  const until = new Date(link.expiresAt).toLocaleString();
   return h("div", {class: "secret", role: "status"},
-    h("p", null, h("strong", null, label), ` Copy it and hand it over; it works once, until ${new Date(link.expiresAt).toLocaleString()}.`),
+    h("p", null, h("strong", null, label), link.mailed
+      ? ` It is on its way by e-mail; you may also copy it and hand it over. It works once, until ${until}.`
+      : ` Copy it and hand it over; it works once, until ${until}.`),
     h("code", {class: "secret-value", tabindex: "0"}, link.url), " ", copyButton(link.url, "Copy link"));
 }
 
@@ -26,6 +31,9 @@ class ParleyOperators extends Page {
       ROLES.filter((r) => r !== "owner" || this.app.hasRole("owner")).map((r) => h("option", {value: r}, r)));
     this.result = h("div", {"aria-live": "polite"});
     this.table = h("div");
+    const mailNote = h("div");
+    mailOffNotice("invitations and password reset links are not mailed; copy them and hand them over.")
+      .then((notice) => replace(mailNote, notice));
     const form = h("form", {class: "card stack", onsubmit: async (event) => {
       event.preventDefault();
       try {
@@ -39,6 +47,7 @@ class ParleyOperators extends Page {
     }},
       h("h2", null, "Invite an operator"),
       h("div", {class: "grid2"}, field("E-mail", email), field("Role", role)),
+      mailNote,
       h("button", {type: "submit"}, "Invite"));
     replace(this, h("h1", null, "Operators"),
       h("p", null, "Agents answer conversations and manage customers and help documents; admins also manage the " +

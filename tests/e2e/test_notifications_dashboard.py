@@ -52,7 +52,8 @@ def test_the_title_favicon_and_centre_count_new_notifications_live(context, serv
     first = Chatting(http, tenant)
     unread_is(page, 1)
     assert page.title() == "(1) Inbox · Parley"
-    assert page.get_attribute("link[rel='icon']", "href").startswith("data:image/svg+xml")
+    # the badge is drawn on the icon once the icon's own SVG is read
+    page.wait_for_function("() => document.querySelector(\"link[rel='icon']\").href.startsWith('data:image/svg+xml')")
     Chatting(http, tenant).say('<img src=x onerror="window.__xss=1">')
     unread_is(page, 2)
     assert page.title() == "(2) Inbox · Parley"

@@ -27,6 +27,7 @@ from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id, parse_id
 
+UNVERIFIED_EMAIL = r"^[^@\s<>()\[\],;:\"]+@[^@\s<>()\[\],;:\"]+\.[^@\s<>()\[\],;:\"]+$"
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, msgspec.Meta(max_length=1000)]
 
@@ -47,8 +48,13 @@ class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
 
 
 class ProfileUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    """`email` needs no signature: it is stored as the customer's `unverifiedEmail` (never `email`, never an
+    identity: it finds, merges and signs in nobody)."""
+
     nickname: Field | None | msgspec.UnsetType = msgspec.UNSET
     phone: Field | None | msgspec.UnsetType = msgspec.UNSET
+    email: Annotated[str, msgspec.Meta(max_length=254, pattern=UNVERIFIED_EMAIL)] | None | msgspec.UnsetType = \
+        msgspec.UNSET
 
 
 class MetadataUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -182,6 +188,8 @@ async def post_message(store: EventStore, principal: Principal, body: VisitorMes
 
 def update_profile(store: EventStore, principal: Principal, body: ProfileUpdate) -> Created:
     changes = {k: v for k in ("nickname", "phone") if (v := getattr(body, k)) is not msgspec.UNSET}
+    if body.email is not msgspec.UNSET:
+        changes["unverifiedEmail"] = body.email
     appended = execute(store, principal.org_id, lambda: load_customer(store, principal, principal.customer_id),
                        lambda customer: decide_update(customer, changes, now()), retry=False)
     return Created(appended.state.created.customer_id, appended.position)

@@ -33,16 +33,20 @@ from typing import AsyncIterator, Callable, NamedTuple
 
 import msgspec
 from msgspec import UNSET, UnsetType
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from events import stream
 from events import types as ev
 from events.live import CHANNEL_BACKLOG, Channel, Held, LiveConnection, LiveFrame, live_decoder, live_subject
 from events.store import EventStore, Recorded
+from events.supervision import keep_running
 from commands.deciders.operator import fold_operator
 from projections.views.collections import new_conversation, new_message
 from projections.views.credentials import credential_generation, standing
+from projections.notifications import CHANNEL as NOTIFICATIONS_CHANNEL
 from projections.views.identities import OperatorIdentity, identity
+from projections.views.notifications import Unread, made_at, unread_count
 from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
@@ -186,7 +190,9 @@ class Hub:
         return [asyncio.create_task(self.run(), name="realtime-hub"),
                 asyncio.create_task(self._keepalive(), name="realtime-keepalive"),
                 asyncio.create_task(self._rechecks(), name="realtime-credentials"),
-                asyncio.create_task(self.live.run(), name="realtime-live")]
+                asyncio.create_task(self.live.run(), name="realtime-live"),
+                asyncio.create_task(keep_running("notification frames", self._notifications, log),
+                                    name="realtime-notifications")]
 
     async def publish(self, live: LiveFrame) -> None:
         """A live frame from this process (an operator's typing), for the channels of every process."""
@@ -447,6 +453,33 @@ class Hub:
             self._deliver(operators, 0, data)
         if live.customer_id is not None and (visitors := self.visitors.get(live.customer_id)):
             self._deliver(visitors, 0, data)
+
+    # --- an operator's notifications
+
+    async def _notifications(self) -> None:
+        """Pushes each operator's new notifications, and their unread count after a read, to their open
+        streams: the notifications projection tells, by a PostgreSQL notice after its commit, which event made
+        some (`created:<org>:<position>`) or whose were read (`read:<org>:<operator>`)."""
+        async with await psycopg.AsyncConnection.connect(self.pool.conninfo, autocommit=True) as conn:
+            await conn.execute(f"LISTEN {NOTIFICATIONS_CHANNEL}")
+            async for notice in conn.notifies():
+                what, _, rest = notice.payload.partition(":")
+                org, _, about = rest.partition(":")
+                org_id = uuid.UUID(org)
+                listening = {c.operator_id: c for c in self.operators.get(org_id, ()) if c.operator_id}
+                if not listening:
+                    continue
+                async with self.pool.connection() as reader:
+                    if what == "created":
+                        for operator_id, pushed in await made_at(reader, org_id, int(about), listening):
+                            self._to_operator(org_id, operator_id, "notification.created", pushed)
+                    elif what == "read" and uuid.UUID(about) in listening:
+                        self._to_operator(org_id, uuid.UUID(about), "notifications.read",
+                                          Unread(await unread_count(reader, org_id, uuid.UUID(about))))
+
+    def _to_operator(self, org_id: uuid.UUID, operator_id: uuid.UUID, name: str, payload: msgspec.Struct) -> None:
+        data = b"event: %s\ndata: %s\n\n" % (name.encode(), msgspec.json.encode(payload))
+        self._deliver({c for c in self.operators.get(org_id, ()) if c.operator_id == operator_id}, 0, data)
 
     def _deliver(self, channels: set[Channel], position: int, data: bytes) -> None:
         for channel in list(channels):

@@ -124,6 +124,7 @@ class Channel:
     audience: Literal["operator", "visitor"]
     org_id: uuid.UUID
     customer_id: uuid.UUID | None = None
+    operator_id: uuid.UUID | None = None  # an operator's own stream: their notifications reach it
     held: Held | None = None
     last_sent: int = 0
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)

@@ -807,6 +807,47 @@ class CannedResponseUpdated(Event, frozen=True):
 @public("response_id")
 class CannedResponseDeleted(Event, frozen=True):
     response_id: uuid.UUID
+# Notifications (the operators' notification centre) and business hours.
+NOTIFICATION_KINDS = ("conversation.new", "message.new", "mention", "assignment", "handoff", "webhook.disabled")
+NOTIFICATION_CHANNELS = ("dashboard", "desktop", "email")
+
+
+@public("operator_id", "notification_ids", "all")
+class NotificationsRead(Event, frozen=True):
+    """The operator read these notifications (`all`: every notification of theirs in `org_id` made before this
+    event). Each mark is a stream of its own: it decides nothing, so it never conflicts."""
+
+    operator_id: uuid.UUID
+    notification_ids: list[uuid.UUID] = []
+    all: bool = False
+
+
+class ChannelChoice(msgspec.Struct, frozen=True):
+    dashboard: bool
+    desktop: bool
+    email: bool
+
+
+@public("operator_id", "preferences")
+class NotificationPreferencesSet(Event, frozen=True):
+    """Which channels the operator wants for each kind of notification in `org_id`, all of them."""
+
+    operator_id: uuid.UUID
+    preferences: dict[str, ChannelChoice]
+
+
+@public("website_id", "timezone", "weekly", "holidays", "away_message")
+class BusinessHoursSet(Event, frozen=True):
+    """A website's business hours, whole: an IANA time zone, per weekday ("mon".."sun") the opening ranges
+    as [["09:00", "17:00"]] in that zone (an end at or before its start runs past midnight), whole-day
+    holidays ("2026-12-25") and the away message posted once in a conversation whose visitor writes while
+    the website is closed (none: no away reply)."""
+
+    website_id: uuid.UUID
+    timezone: str
+    weekly: dict[str, list[list[str]]]  # each range [start, end]
+    holidays: list[str]
+    away_message: str | None = None
 
 
 # The team's workflow on a conversation: who owns it, its labels, priority and snooze, on the conversation's
@@ -1025,6 +1066,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CannedResponseCreated,
     CannedResponseUpdated,
     CannedResponseDeleted,
+    NotificationsRead,
+    NotificationPreferencesSet,
+    BusinessHoursSet,
     ConversationAssigned,
     ConversationLabelsChanged,
     ConversationPrioritySet,

@@ -24,6 +24,7 @@ from commands.attachments import AttachmentSettings
 from delivery.agent import AgentSettings, Worker as AgentWorker
 from delivery.attachments import Sweeper
 from delivery.assignment import Assigner
+from delivery.away import AwayReplier
 from delivery.campaigns import Sender
 from delivery.mail import Mailer, MailSettings
 from delivery.mail_inbound import InboundSettings, start_listener
@@ -55,6 +56,8 @@ from projections.sandbox import SandboxProjection
 from projections.webhooks import WebhookProjection
 from projections.sso import SsoProjection
 from projections.views.attachments import LINKS
+from projections.notifications import NotificationsProjection
+from projections.hours import HoursProjection
 
 log = logging.getLogger("parley")
 
@@ -87,6 +90,8 @@ PROJECTIONS: dict[str, Callable[[Settings], Projection]] = {
     "assignment": lambda settings: AssignmentProjection(),
     "audit": lambda settings: AuditProjection(),
     "sso": lambda settings: SsoProjection(),
+    "notifications": lambda settings: NotificationsProjection(),
+    "hours": lambda settings: HoursProjection(),
     # after core: it reads the operators and customers core keeps, in the same transaction
     "mail": lambda settings: MailProjection(settings.notify_digest_seconds, enabled=bool(settings.smtp_url)),
     "search": lambda settings: SearchProjection(search_config(settings)),
@@ -109,6 +114,7 @@ WORKERS: dict[str, Callable[["Runtime"], Any]] = {
                                   r.settings.leader_lease_seconds),
     "snooze": lambda r: Waker(r.store, r.database_url, r.settings.leader_lease_seconds),
     "assignment": lambda r: Assigner(r.store, r.database_url, r.settings.leader_lease_seconds),
+    "away": lambda r: AwayReplier(r.store, r.database_url),
     "agent": lambda r: AgentWorker(r.store, r.database_url, r.nats_url, narrowed(r.settings, AgentSettings),
                                    r.sealer),
     "mail": lambda r: Mailer(r.database_url, mail_settings(r.settings), r.sealer, r.settings.notify_digest_seconds,

@@ -118,6 +118,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
                                     actor_field="operator_id"),
     ev.RecoveryCodeUsed: Audited("operator.recovery_code_used", "operator", "operator_id", actor_field="operator_id"),
     ev.OrganizationSecurityChanged: Audited("organization.security_changed", "organization", "org_id"),
+    ev.BusinessHoursSet: Audited("website.hours_set", "website", "website_id"),
     ev.TeamCreated: Audited("team.created", "team", "team_id"),
     ev.TeamRenamed: Audited("team.renamed", "team", "team_id", "patch"),
     ev.TeamMembersSet: Audited("team.members_set", "team", "team_id", "patch"),
@@ -135,6 +136,7 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    ev.NotificationsRead, ev.NotificationPreferencesSet,  # an operator's own inbox of notifications
     # the team's workflow on a conversation is the conversation's history (GET .../history), not a setting
     ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.ConversationPrioritySet, ev.ConversationSnoozed,
     ev.ConversationWoken, ev.ConversationReadByOperator,

@@ -76,6 +76,7 @@ CREATE INDEX IF NOT EXISTS rm_customers_org ON rm_customers (org_id, website_id,
 CREATE INDEX IF NOT EXISTS rm_customers_in_org ON rm_customers (org_id, id);  -- the list's default order
 CREATE INDEX IF NOT EXISTS rm_customers_email ON rm_customers (org_id, email);
 CREATE INDEX IF NOT EXISTS rm_customers_user ON rm_customers (org_id, user_id);
+ALTER TABLE rm_customers ADD COLUMN IF NOT EXISTS unverified_email text;
 CREATE TABLE IF NOT EXISTS rm_conversations (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
     created_at timestamptz NOT NULL, last_edit_time timestamptz NOT NULL,
@@ -337,7 +338,7 @@ async def _customer(conn, e: ev.CustomerCreated) -> None:
 
 
 CUSTOMER_COLUMNS = {"email": "email", "nickname": "nickname", "phone": "phone", "language": "language",
-                    "userId": "user_id"}
+                    "userId": "user_id", "unverifiedEmail": "unverified_email"}
 
 
 async def _customer_updated(conn, e: ev.CustomerUpdated) -> None:

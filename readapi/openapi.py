@@ -240,6 +240,7 @@ TAGS = {
     "invitations": "Invitations to join an organization's team, accepted with the link's token.",
     "mail": "E-mail: whether the service sends any, inbound replies from a mail provider, unsubscribe links.",
     "messages": "Messages of conversations, with their ratings, reactions and read receipts.",
+    "notifications": "The operator's notification centre: what happened that concerns you, read or unread.",
     "operators": "The team's members: signing in and out, profiles, passwords, sessions and roles.",
     "organization": "The organization's own settings.",
     "password-resets": "Password reset links: asked for by e-mail, used once.",

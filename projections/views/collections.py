@@ -44,7 +44,8 @@ class WebsiteWithSecret(Website, rename={"identity_secret": "identitySecret"}):
 
 
 class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "user_id": "userId",
-                                       "created_at": "createdAt", "updated_at": "updatedAt"}):
+                                       "created_at": "createdAt", "updated_at": "updatedAt",
+                                       "unverified_email": "unverifiedEmail"}):
     id: uuid.UUID
     website_id: uuid.UUID
     email: str | None
@@ -54,6 +55,9 @@ class Customer(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
     user_id: str | None
     created_at: datetime
     updated_at: datetime
+    # An address the visitor typed in the widget, never checked: shown as unverified, never `email`, never an
+    # identity (it finds, merges and signs in nobody)
+    unverified_email: str | None = None
 
 
 Priority = Literal["none", "low", "medium", "high", "urgent"]
@@ -136,8 +140,9 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     reactions: list[MessageReaction]  # stored as the event's builtins, encoded as they are
     read: bool
     campaign_id: uuid.UUID | None  # the campaign that sent it
-    # "customer", "operator" (the team) or "agent" (the website's AI agent, from "operator")
-    author: Literal["customer", "operator", "agent"]
+    # "customer", "operator" (the team), "agent" (the website's AI agent, from "operator") or "away" (the
+    # website's away reply outside its business hours, from "operator")
+    author: Literal["customer", "operator", "agent", "away"]
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
@@ -205,7 +210,7 @@ WEBSITES = Collection(
 )
 CUSTOMERS = Collection(
     name="customers", table="rm_customers", shape=Customer,
-    select="id, website_id, email, nickname, phone, language, user_id, created_at, updated_at",
+    select="id, website_id, email, nickname, phone, language, user_id, created_at, updated_at, unverified_email",
     filters={"websiteId": ("website_id", "uuid"), "email": ("email", "str"), "userId": ("user_id", "str")},
     sorts={"_id": "id", "createdAt": "created_at"}, default_sort="_id",
 )

@@ -51,12 +51,14 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
 
 
-class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):
+class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId",
+                                      "unverified_email": "unverifiedEmail"}):
     customer_id: uuid.UUID
-    email: str | None
+    email: str | None  # the verified one: signed by the website's server
     nickname: str | None
     phone: str | None
     user_id: str | None
+    unverified_email: str | None  # what the visitor typed (`PUT /api/chat/profile` {email}), never checked
 
 
 class VisitorReactions(msgspec.Struct, rename="camel"):
@@ -126,6 +128,6 @@ def chat_message_of(e: ev.MessageCreated, operator: OperatorIdentity | None = No
 async def visitor_profile(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID) -> Profile:
     """The visitor's own customer record, as their profile shows it."""
     row = await (await conn.execute(
-        "SELECT id, email, nickname, phone, user_id FROM rm_customers WHERE id = %s AND org_id = %s",
+        "SELECT id, email, nickname, phone, user_id, unverified_email FROM rm_customers WHERE id = %s AND org_id = %s",
         (customer_id, org_id))).fetchone()
     return Profile(*row)

@@ -81,11 +81,16 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
 
 @describe("The organization's changes as they happen", OPERATOR, answer=FRAMES + "Events: `conversation.created` "
           "(a Conversation), `conversation.updated` ({conversationId, resolved, spam}), `message.created` "
-          "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions). " + LIVE_FRAMES + ".",
+          "(a Message), `MESSAGE_UPDATED_EVENT` (the message id and its rating or reactions). " + LIVE_FRAMES +
+          "; for an operator's token also `notification.created` ({notification, unread}: a notification of "
+          "yours, as `GET /api/notifications` lists it, and your unread count) and `notifications.read` "
+          "({unread}: you marked some read, maybe in another tab). Notification frames are not replayed: "
+          "after a reconnection read `GET /api/notifications` again.",
           media_type="text/event-stream", query=(LAST_EVENT_ID,), operation_id="streamOperatorEvents")
 @get("/api/realtime")
 async def operator_stream(request: Request, principal: Authenticated) -> Stream:
-    return event_stream(request, Channel("operator", principal.org_id, held=held_by(principal)))
+    return event_stream(request, Channel("operator", principal.org_id, operator_id=principal.operator_id,
+                                         held=held_by(principal)))
 
 
 @describe("What the visitor may see, as it happens", VISITOR, answer=FRAMES + "Events: `conversation.created` "

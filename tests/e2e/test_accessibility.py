@@ -17,7 +17,8 @@ from tests.support.widget_pages import eventually, host_page
 # each dashboard page, and what shows once its content is on screen
 PAGES = {"inbox": ".conversations li[data-id]", "documents": "tbody tr", "webhooks": "section[data-id]",
          "keys": "tbody tr", "websites": "section[data-website]", "campaigns": "section[data-id]",
-         "reports": "parley-reports[data-ready] svg"}
+         "reports": "parley-reports[data-ready] svg",
+         "notifications": "parley-notifications[data-ready] .notification-list li"}
 
 
 @pytest.fixture(scope="module")

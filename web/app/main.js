@@ -5,6 +5,7 @@
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
 import {availabilityControl} from "./availability.js";
 import {errorBox, field, h, replace} from "./dom.js";
+import {NotificationCentre} from "./notifications.js";
 import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
 // label, module, element, and the least role that may use the page (none: every operator)
@@ -27,6 +28,8 @@ const PAGES = {
 const PROFILE = ["Profile", "./pages/profile.js", "parley-profile"];
 // the results of the header's search box, opened from it rather than the navigation
 const SEARCH = ["Search", "./pages/search.js", "parley-search"];
+// every operator's notifications and their channels, opened from the notification centre (notifications.js)
+const NOTIFICATIONS = ["Notifications", "./pages/notifications.js", "parley-notifications"];
 // owner ≥ admin ≥ agent, as the service ranks them (commands/principal.py)
 const RANK = {agent: 0, admin: 1, owner: 2};
 
@@ -172,7 +175,10 @@ class ParleyApp extends HTMLElement {
     this.availability.start(me._id).catch(() => {});
     this.stopRealtime = realtime(
       (name, data) => this.bus.dispatchEvent(new CustomEvent(name, {detail: data})),
-      (state) => this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…"));
+      (state) => {
+        this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…");
+        if (state === "open") this.centre.refresh(); // what came while away: notification frames are not replayed
+      });
     if (location.pathname === "/app/" || location.pathname === "/app" || location.pathname === "/app/signin") {
       history.replaceState(null, "", "/app/inbox");
     }
@@ -202,6 +208,7 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
+    this.centre = this.enrolOnly ? null : new NotificationCentre(this);
     this.availability?.stop();
     this.availability = this.enrolOnly ? null : availabilityControl(this.bus);
     const usable = this.enrolOnly ? [["profile", PROFILE]]
@@ -216,6 +223,7 @@ class ParleyApp extends HTMLElement {
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.enrolOnly ? null : this.searchForm(),
         this.liveState,
+        this.centre?.element,
         this.availability,
         h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
           this.me.displayName ?? this.me.email),
@@ -244,13 +252,16 @@ class ParleyApp extends HTMLElement {
   async route() {
     if (!this.me) return;
     const [, , key = "inbox", ...rest] = location.pathname.split("/");
-    const page = key === "profile" || this.enrolOnly ? PROFILE : key === "search" ? SEARCH : PAGES[key] ?? PAGES.inbox;
+    const page = key === "profile" || this.enrolOnly ? PROFILE : key === "search" ? SEARCH
+      : key === "notifications" ? NOTIFICATIONS : PAGES[key] ?? PAGES.inbox;
     if (key === "search" && this.searchBox) this.searchBox.value = new URLSearchParams(location.search).get("q") ?? "";
     for (const link of this.nav.querySelectorAll("a")) {
       if (link.dataset.page === key) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
-    document.title = `${page[0]} · Parley`;
+    this.pageTitle = `${page[0]} · Parley`;
+    if (this.centre) this.centre.applyTitle();
+    else document.title = this.pageTitle;
     if (page[3] && !this.hasRole(page[3])) { // opened by its address: say so rather than fail its requests
       replace(this.outlet, h("section", {class: "card role-refused"}, h("h1", null, page[0]),
         h("p", null, `Your role (${this.me.role}) cannot use ${page[0]}: ask an admin or an owner of the organization.`)));

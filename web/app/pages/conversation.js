@@ -506,7 +506,8 @@ class ParleyConversation extends Page {
 
   profileView() {
     const visitor = this.visitor ?? {};
-    const rows = [["E-mail", visitor.email], ["Name", visitor.nickname], ["Phone", visitor.phone],
+    const rows = [["E-mail", visitor.email], ["E-mail (unverified: typed by the visitor)", visitor.unverifiedEmail],
+                  ["Name", visitor.nickname], ["Phone", visitor.phone],
                   ["Language", visitor.language], ["User id", visitor.userId],
                   ["First seen", visitor.createdAt && new Date(visitor.createdAt).toLocaleString()],
                   ["Conversation started", new Date(this.record.createdAt).toLocaleString()]];

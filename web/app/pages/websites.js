@@ -1,11 +1,12 @@
 // Websites: create one, its brand color and allowed origins, its identity secret (shown once, rotated on
-// demand), the snippets that install the widget and the mascot with the website id filled in, and the
+// demand), its business hours (website-hours.js), the snippets that install the widget and the mascot with the website id filled in, and the
 // mascot's own pet: an atlas previewed as the mascot plays it and judged by POST /api/pets/validate.
 
 import {api} from "../api.js";
 import {Page} from "../page.js";
 import {copyButton, errorBox, field, h, replace, secretOnce, time} from "../dom.js";
 import {assignmentSection} from "./website-assignment.js";
+import {hoursSection} from "./website-hours.js";
 
 // the pet atlas format (web/pets/atlas.json), which commands/pets.py validates and mascot.js plays
 const PET = await (await fetch("/pets/atlas.json")).json();
@@ -179,6 +180,7 @@ class ParleyWebsites extends Page {
           replace(status, errorBox(error));
         }
       }}, "Rotate identity secret"),
+      hoursSection(website),
       this.agentSection(website));
   }
 

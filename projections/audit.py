@@ -63,6 +63,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.OrganizationCreated: Audited("organization.created", "organization", "org_id"),
     ev.WebsiteCreated: Audited("website.created", "website", "website_id"),
     ev.WebsiteUpdated: Audited("website.updated", "website", "website_id"),
+    ev.WebsiteWidgetConfigured: Audited("website.widget_configured", "website", "website_id"),
     ev.WebsiteIdentitySecretRotated: Audited("website.identity_secret_rotated", "website", "website_id"),
     ev.OperatorCreated: Audited("operator.created", "operator", "operator_id"),
     ev.OperatorOrgAdded: Audited("operator.added", "operator", "operator_id"),

@@ -15,12 +15,12 @@ from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (accounts, agent, audit, avatars, batch, campaigns, chat, conversation_flags,
                             conversation_history, docs, documents, events, health, message_feedback, operators, pets,
                             realtime, reports, resources, sandbox, sso, team, two_factor,
-                            web_files, webhooks, workspace)
+                            web_files, webhooks, widget, workspace)
 from readapi.services import Services
 
 ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
                  realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
-                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor]
+                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, widget]
 
 
 def create_app(services: Services, mounted: MountedApp | None = None,

@@ -37,6 +37,8 @@ class SessionStart(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     signature: str | None = None
     email: Field | None = None
     email_signature: str | None = None
+    # the session this browser holds: an anonymous visitor who signs in keeps its conversations
+    session_token: str | None = None
 
 
 class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
@@ -45,9 +47,14 @@ class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
     reply_to_message_id: str | None = None
 
 
+# a language tag as the widget sends it (`fr`, `pt-BR`): the visitor's language, which operators see
+LanguageTag = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$", max_length=35)]
+
+
 class ProfileUpdate(msgspec.Struct, forbid_unknown_fields=True):
     nickname: Field | None | msgspec.UnsetType = msgspec.UNSET
     phone: Field | None | msgspec.UnsetType = msgspec.UNSET
+    language: LanguageTag | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class MetadataUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -97,7 +104,9 @@ class Session:
     position: int
 
 
-def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Session:
+def start_session(store: EventStore, sealer: Sealer, body: SessionStart, anonymous: uuid.UUID | None = None) -> Session:
+    """A session for the identity `body` names (none: a new anonymous customer); `anonymous`, the customer
+    of the session the browser held, becomes the identified customer when the identity has none yet."""
     website_id = parse_id(body.website_id)
     state = website_state(store.load(website_id) if website_id else [])
     if state is None:
@@ -113,7 +122,10 @@ def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Sess
         bound = reserved[0].event.owner_id if reserved else None
         customer = load(store, bound, ev.CustomerCreated, state.created.org_id, "customer") \
             if bound is not None and identity.email is not None else None
-        return SessionTarget(state.created, bound, customer and fold_customer(customer.history))
+        held = load(store, anonymous, ev.CustomerCreated, state.created.org_id, "customer") \
+            if anonymous is not None and bound is None else None
+        return SessionTarget(state.created, bound, customer and fold_customer(customer.history),
+                             held and fold_customer(held.history))
 
     # On a conflict another device reserved the same person first: the session binds to that customer.
     appended = execute(store, state.created.org_id, target, lambda session: decide_start_session(
@@ -178,7 +190,7 @@ async def post_message(store: EventStore, principal: Principal, body: VisitorMes
 
 
 def update_profile(store: EventStore, principal: Principal, body: ProfileUpdate) -> Created:
-    changes = {k: v for k in ("nickname", "phone") if (v := getattr(body, k)) is not msgspec.UNSET}
+    changes = {k: v for k in ("nickname", "phone", "language") if (v := getattr(body, k)) is not msgspec.UNSET}
     appended = execute(store, principal.org_id, lambda: load_customer(store, principal, principal.customer_id),
                        lambda customer: decide_update(customer, changes, now()), retry=False)
     return Created(appended.state.created.customer_id, appended.position)

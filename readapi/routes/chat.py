@@ -9,14 +9,15 @@ import msgspec
 from litestar import Request, Response, get, post, put
 
 from commands import chat
-from commands.admin import Created
-from commands.errors import Invalid, NotFound
+from commands.admin import Created, hash_secret
+from commands.errors import Invalid, NotFound, Unauthorized
 from commands.principal import Principal
 from events.ids import parse_id
 from readapi.auth import PUBLIC, VISITOR, Auth, Authenticated, Decoded, with_principal
 from readapi.cors import check_origin
 from readapi.openapi import ID, describe, query
 from readapi.services import caught_up, json_response, run_command, services, written
+from projections.views.credentials import principal_of
 from projections.views.visitors import (ChatConversation, ChatMessage, Profile, chat_message_of, current_conversation,
                                         visitor_conversations, visitor_messages, visitor_profile)
 
@@ -46,12 +47,23 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
 @describe("Start a visitor's chat session", PUBLIC, body=chat.SessionStart, answer=SessionCreated, position=True,
           errors=(401, 404), example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10"},
           description="A signed-in visitor also sends `userId` and its `signature` (HMAC-SHA256 with the "
-                      "website's identity secret); 401 when the signature does not match.",
+                      "website's identity secret); 401 when the signature does not match. A visitor who signs in "
+                      "during a chat also sends `sessionToken`, the anonymous session the browser holds: when "
+                      "nobody holds that identity yet, its customer becomes the identified one, keeping its "
+                      "conversations (401 when `sessionToken` is no session of this website).",
           operation_id="createChatSession")
 @post("/api/chat/sessions", status_code=200)
 async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -> Response:
-    await check_origin(request, parse_id(payload.website_id))
-    session = await run_command(request, chat.start_session, services(request).sealer, payload)
+    website_id = parse_id(payload.website_id)
+    await check_origin(request, website_id)
+    anonymous = None
+    if payload.session_token is not None:
+        async with services(request).pool.connection() as conn:
+            found = await principal_of(conn, "chat", hash_secret(payload.session_token))
+        if found is None or found[0].website_id != website_id:
+            raise Unauthorized("sessionToken is not a session of this website", "sessionToken")
+        anonymous = found[0].customer_id
+    session = await run_command(request, chat.start_session, services(request).sealer, payload, anonymous)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)

@@ -1,7 +1,8 @@
 """A visitor who signs in during a chat keeps the conversation: the anonymous customer becomes the identified
 one (its transcript, metadata and the team's replies follow); a wrong signature or a session of another
 website changes nothing; an identity that already has a customer keeps its own. And what the visitor's
-stream adds for the widget: the conversation resolved (the satisfaction prompt) and "seen"."""
+stream adds for the widget: the conversation resolved (the satisfaction prompt) and "seen"; and the visitor's
+typing, for the team."""
 
 from __future__ import annotations
 
@@ -106,3 +107,20 @@ def test_the_visitor_hears_of_the_resolve_and_sees_when_the_team_read_their_mess
         assert resolved == {"conversationId": conversation_id, "resolved": True}
     [message] = http.get("/api/chat/messages", headers=visitor.headers, params={"conversationId": conversation_id}).json()
     assert message["readAt"] == seen["readAt"]
+
+
+def test_the_visitors_typing_reaches_the_team_and_only_for_their_own_conversation(http, tenant, other_tenant):
+    visitor, conversation_id = visitor_with_conversation(http, tenant)
+    stranger, _ = visitor_with_conversation(http, tenant)
+    with EventStream(http.base_url, "/api/realtime", tenant.operator) as stream:
+        typed = http.post("/api/chat/typing", headers=visitor.headers,
+                          json={"conversationId": conversation_id, "typing": True})
+        assert typed.status_code == 204, typed.text
+        frame = stream.until(lambda p: p.event == "visitor.typing")[-1]
+        assert frame.data == {"conversationId": conversation_id, "typing": True} and frame.id == 0
+    for headers, body in ((stranger.headers, {"conversationId": conversation_id, "typing": True}),
+                          (visitor.headers, {"conversationId": "not-an-id", "typing": True})):
+        assert http.post("/api/chat/typing", headers=headers, json=body).status_code == 404
+    assert http.post("/api/chat/typing", headers=visitor.headers, json={"typing": True}).status_code == 400
+    assert http.post("/api/chat/typing", headers=tenant.operator,
+                     json={"conversationId": conversation_id, "typing": True}).status_code == 403

@@ -10,5 +10,5 @@ export function customer(id) {
 }
 
 export function customerName(found, id) {
-  return found?.nickname || found?.email || `Visitor ${id.slice(-6)}`;
+  return found?.nickname || found?.email || found?.userId || `Visitor ${id.slice(-6)}`;
 }

@@ -34,6 +34,8 @@ export function chatView(core) {
     core.send(content).catch((e) => { core.warn("sending failed: " + e.message); core.emit("error", e); });
   };
   form.addEventListener("submit", (event) => { event.preventDefault(); submit(); });
+  box.addEventListener("input", () => core.visitorTyping(box.value.trim() !== ""));
+  box.addEventListener("blur", () => core.visitorTyping(false));
   box.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); submit(); }
   });

@@ -12,6 +12,7 @@ import { catalogue, supported, wordsOf } from "./i18n.js";
 const STORE = "parley:";
 const warn = (text) => console.warn("[parley] " + text);
 const TEAM_TYPING_MS = 6000;  // the dashboard repeats `typing` every 3 s while the operator types
+const VISITOR_TYPING_EVERY_MS = 3000;  // and the widget, while the visitor types
 export const DEFAULT_BRAND_COLOR = "#4f46e5";  // commands/admin.py DEFAULT_BRAND_COLOR: a website not yet given one
 // What the widget shows until the website's settings arrive (or when they cannot): GET /api/chat/config's shape
 const DEFAULT_CONFIG = { brandColor: DEFAULT_BRAND_COLOR, title: null, welcomeMessage: null, awayMessage: null,
@@ -90,6 +91,7 @@ function createCore(base) {
   let contextTimer = 0;
   let typingTimer = 0;
   let outboxIds = 0;
+  let typingSent = 0;  // when the visitor's last `typing: true` went
   let wanted = "en";  // the language asked for last
   let speaking = Promise.resolve();  // its catalogue, loading
 
@@ -349,6 +351,7 @@ function createCore(base) {
   // visitor's Retry, or the connection coming back, sends it again), gone once the stored one is shown.
   async function send(content, pending) {
     const item = pending || { id: "out-" + ++outboxIds, content, status: "sending" };
+    visitorTyping(false);
     item.status = "sending";
     state.outbox.set(item.id, item);
     emit("messages");
@@ -366,6 +369,14 @@ function createCore(base) {
       emit("messages");
       throw error;
     }
+  }
+
+  // The visitor is (or stops) typing, told to the team: at most every 3 s, and only in a conversation.
+  function visitorTyping(typing) {
+    if (preview || !state.conversationId || !state.token || (typing && Date.now() - typingSent < VISITOR_TYPING_EVERY_MS)
+        || (!typing && !typingSent)) return;
+    typingSent = typing ? Date.now() : 0;
+    call("POST", "/api/chat/typing", { conversationId: state.conversationId, typing }).catch(() => {});
   }
 
   function resend() {
@@ -571,7 +582,7 @@ function createCore(base) {
   const ready = loadConfig();
 
   return {
-    state, on, emit, call, session, send, resend, setOpen, act, configure, ready,
+    state, on, emit, call, session, send, resend, setOpen, act, configure, ready, visitorTyping,
     surfaces,
     rate: (message, rating) => call("POST", "/api/messages/" + message._id + "/rating", { websiteId, rating })
       .then((m) => received(m, false)),

@@ -189,6 +189,7 @@ def test_the_satisfaction_prompt_on_resolve_rates_the_teams_last_reply(page, hos
     prompt.wait_for()
     assert [b.text_content() for b in prompt.get_by_role("button").all()] == ["🙁Bad", "😐Okay", "🙂Great"]
     assert_accessible(page, axe_script, "the satisfaction prompt")
+    screenshot(page, "widget-satisfaction")
     prompt.get_by_role("button", name="Great").click()
     page.locator(f"{WIDGET} .survey.thanks").wait_for()
     stored = lambda mid: http.get(f"/api/messages/{mid}", headers=tenant.operator).json()["rating"]

@@ -76,9 +76,10 @@ function form(website, settings, onSaved) {
     }
   }},
     h("div", {class: "grid2"}, field("Brand color", color), field("Position", position)),
-    ...TEXTS.map(([key, label]) => field(label, texts[key], "Empty: the widget's own words, in the visitor's language.")),
-    h("div", {class: "grid2"}, field("Theme", theme), field("Default language", language,
-      "The page's <html lang> or [\"setLocale\", …] choose another.")),
+    h("p", {class: "notice"}, "A text left empty shows the widget's own words, in the visitor's language."),
+    ...TEXTS.map(([key, label]) => field(label, texts[key])),
+    field("Theme", theme),
+    field("Default language", language, "The page's <html lang> or [\"setLocale\", …] choose another."),
     h("p", null, h("label", null, helpSearch, " Offer help search")),
     h("p", null, h("label", null, ratings, " Ask for a rating when a conversation is resolved")),
     h("p", null, h("label", null, away, " Preview as away (the team offline)")),

@@ -13,7 +13,7 @@ from tests.e2e.test_widget import conversations_of, free_port, reply, restartabl
 from tests.support.axe import assert_accessible, axe_script  # noqa: F401 - fixture
 from tests.support.browser import browser, host_pages, page, screenshot  # noqa: F401 - fixtures
 from tests.support.servers import make_tenant
-from tests.support.visitors import sign
+from tests.support.visitors import EventStream, sign
 from tests.support.widget_pages import Console, eventually, host_page, stored_session
 
 WIDGET = "[data-parley=widget]"
@@ -272,3 +272,22 @@ def test_the_preview_on_the_websites_page_is_the_widget(context, server, http, h
             "welcome": visitor.locator(f"{WIDGET} .empty").text_content()}
     assert real == preview
     dashboard.assert_clean()
+
+
+def test_seen_timestamps_and_the_visitors_typing_reach_each_side(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    page.goto(host_page(host_pages, "seen", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Anyone there?"], ["openChat"]]))
+    wait_text(page, "Anyone there?")
+    mine = page.locator(f"{WIDGET} .msg.mine")
+    stamp = mine.locator("time.when")
+    assert stamp.text_content() == "now" and stamp.get_attribute("title")  # relative, the exact time on hover
+    assert mine.locator(".seen").count() == 0
+    conversation_id = the_conversation(http, tenant)["_id"]
+    [message] = http.get("/api/messages", headers=tenant.operator, params={"conversationId": conversation_id}).json()
+    assert http.post(f"/api/messages/{message['_id']}/read", headers=tenant.operator).status_code == 200
+    mine.locator(".seen", has_text="Seen").wait_for()
+    with EventStream(server.base_url, "/api/realtime", tenant.operator) as stream:
+        page.locator(f"{WIDGET} textarea").press_sequentially("I am wri")
+        typing = stream.until(lambda p: p.event == "visitor.typing")[-1]
+        assert typing.data == {"conversationId": conversation_id, "typing": True}

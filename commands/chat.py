@@ -133,6 +133,15 @@ def start_session(store: EventStore, sealer: Sealer, body: SessionStart, anonymo
     return Session(token, appended.pending[-1].event.customer_id, appended.position)
 
 
+def end_session(store: EventStore, principal: Principal) -> Created:
+    """The visitor's sign-out on their browser: the session's token stops working (ended once; again is a
+    no-op, since the token no longer reaches here)."""
+    session_id = principal.credential_id
+    position = store.append(Pending(session_id, 2, ev.ChatSessionEnded(
+        org_id=principal.org_id, at=now(), session_id=session_id, customer_id=principal.customer_id)))
+    return Created(session_id, position)
+
+
 def start_conversation(store: EventStore, principal: Principal) -> Created:
     """A new conversation of the visitor's, which takes the metadata held for it; decided again when the
     visitor's other tab held or took metadata meanwhile."""

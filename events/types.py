@@ -307,6 +307,14 @@ class ChatSessionStarted(Event, frozen=True):
     token_hash: str
 
 
+@public("session_id", "customer_id")
+class ChatSessionEnded(Event, frozen=True):
+    """The visitor signed out on their browser (`["reset"]`): the session's token stops working at once."""
+
+    session_id: uuid.UUID
+    customer_id: uuid.UUID
+
+
 @public("customer_id", "values")
 class CustomerMetadataSet(Event, frozen=True):
     """Recorded by earlier versions, when `setMetadata` stored on the customer; no longer written (metadata
@@ -810,4 +818,5 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorTotpCodeUsed,
     OrganizationSecurityChanged,
     WebsiteWidgetConfigured,
+    ChatSessionEnded,
 )

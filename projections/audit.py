@@ -121,7 +121,8 @@ AUDITED: dict[type[ev.Event], Audited] = {
 # the team's replies and flags), the store's bookkeeping, the workers' progress.
 NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.NameReserved, ev.ConversationCreated, ev.ConversationUpdated, ev.ConversationMetadataSet,
-    ev.MessageCreated, ev.MessageRead, ev.ChatSessionStarted, ev.CustomerMetadataSet, ev.MetadataPending,
+    ev.MessageCreated, ev.MessageRead, ev.ChatSessionStarted, ev.ChatSessionEnded, ev.CustomerMetadataSet,
+    ev.MetadataPending,
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import msgspec
-from litestar import Request, Response, get, post, put
+from litestar import Request, Response, delete, get, post, put
 
 from commands import chat
 from commands.admin import Created, hash_secret
@@ -67,6 +67,22 @@ async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)
+
+
+class SessionEnded(msgspec.Struct, rename="camel"):
+    session_id: uuid.UUID
+    ended: bool
+
+
+@describe("End the visitor's session (sign-out on a shared device)", VISITOR, answer=SessionEnded,
+          description="The widget's `[\"reset\"]`: the session's token stops working at once (401 after), on every "
+                      "API process and for its open realtime streams; the visitor's next session is a new "
+                      "anonymous one.", operation_id="endChatSession")
+@delete("/api/chat/session", status_code=200)
+async def end_session(request: Request, principal: Authenticated) -> Response:
+    created = await run_command(request, chat.end_session, principal)
+    await written(request, created, ("chat",))
+    return json_response(SessionEnded(created.id, True), created)
 
 
 @describe("Start a conversation as the visitor", VISITOR, body=ConversationStart, body_required=False,
@@ -167,5 +183,5 @@ async def set_context(request: Request, principal: Authenticated, payload: Decod
     return json_response(ContextStored(len(payload.readables), len(payload.actions)), created)
 
 
-ROUTES = [start_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,
+ROUTES = [start_session, end_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,
           update_profile, set_metadata, set_context]

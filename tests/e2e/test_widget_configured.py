@@ -148,6 +148,8 @@ def test_reset_on_a_shared_browser_shows_an_empty_chat(page, host_pages, server,
     eventually(lambda: transcript_texts(page) == [])
     assert "My private order 42" not in page.locator(WIDGET).inner_text()
     assert stored_session(page, tenant.website_id) == {}
+    # the old page state's token reads nothing more
+    eventually(lambda: http.get("/api/chat/conversations", headers={"Authorization": f"ChatSession {old}"}).status_code == 401)
     # the next visitor: anonymous, empty, and a new session
     page.goto(host_page(host_pages, "shared-next", server.base_url, tenant.website_id, queued=[["openChat"]]))
     eventually(lambda: stored_session(page, tenant.website_id).get("token"))

@@ -124,3 +124,18 @@ def test_the_visitors_typing_reaches_the_team_and_only_for_their_own_conversatio
     assert http.post("/api/chat/typing", headers=visitor.headers, json={"typing": True}).status_code == 400
     assert http.post("/api/chat/typing", headers=tenant.operator,
                      json={"conversationId": conversation_id, "typing": True}).status_code == 403
+
+
+def test_ending_a_session_stops_its_token_at_once_and_nothing_else(http, tenant):
+    visitor, conversation_id = visitor_with_conversation(http, tenant)
+    other, _ = visitor_with_conversation(http, tenant)
+    say(http, visitor, conversation_id, "Before signing out")  # the token is kept by the API process now
+    ended = http.delete("/api/chat/session", headers=visitor.headers)
+    assert ended.status_code == 200 and ended.json()["ended"] is True
+    assert http.get("/api/chat/conversations", headers=visitor.headers).status_code == 401
+    assert http.post("/api/chat/messages", headers=visitor.headers,
+                     json={"conversationId": conversation_id, "content": "still me?"}).status_code == 401
+    assert http.get("/api/chat/conversations", headers=other.headers).status_code == 200
+    # the conversation stays the team's to read
+    assert http.get(f"/api/conversations/{conversation_id}", headers=tenant.operator).status_code == 200
+    assert http.delete("/api/chat/session", headers=tenant.operator).status_code == 403

@@ -521,10 +521,13 @@ function createCore(base) {
       state.locale = language;
       configured();
     },
-    // sign-out on a shared device: this browser forgets the session; the next visitor starts anonymous
-    reset() {
+    // sign-out on a shared device: this browser forgets the session at once, and the service ends it, so
+    // its token (in a page left open elsewhere, say) reads nothing more; the next visitor starts anonymous
+    async reset() {
+      const token = state.token;
       forget();
       save();
+      if (token) await request(base, "DELETE", "/api/chat/session", undefined, "ChatSession " + token);
     },
     on(name, fn) { pageEvent(name).add(fn); },
     off(name, fn) { pageEvent(name).delete(fn); },

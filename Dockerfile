@@ -25,7 +25,7 @@ RUN groupadd --system --gid 10001 parley \
     && useradd --system --uid 10001 --gid parley --home-dir /var/lib/parley --create-home parley
 COPY --from=build --chown=parley:parley /app/.venv /app/.venv
 ENV PATH="/app/.venv/bin:$PATH" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PARLEY_DATA_DIR=/var/lib/parley
-USER parley
+USER 10001:10001
 WORKDIR /var/lib/parley
 EXPOSE 8000
 CMD ["parley", "serve", "--host", "0.0.0.0", "--port", "8000"]

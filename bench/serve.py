@@ -22,17 +22,20 @@ sys.path.insert(0, str(ROOT))
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 
-def start_serve(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    """Starts `parley serve` and returns it with its base URL once it listens. Its output is read on in
-    the background: a full pipe would block the server."""
-    proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+def start_serve(data_dir: Path, env: dict[str, str], role: str = "all") -> tuple[subprocess.Popen, str]:
+    """Starts `parley serve` (in `role`: api or all) and returns it with its base URL once it listens. Its
+    output is read on in the background: a full pipe would block the server."""
+    proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir),
+                             "--role", role], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT)
     assert proc.stdout is not None
+    said = []
     for line in proc.stdout:
         if " listening on " in line:
             threading.Thread(target=proc.stdout.read, daemon=True).start()
             return proc, line.rsplit(" ", 1)[1].strip()
-    raise RuntimeError(f"parley serve exited with {proc.wait()} before it listened")
+        said.append(line)
+    raise RuntimeError(f"parley serve exited with {proc.wait()} before it listened: {''.join(said[-5:])}")
 
 
 @dataclass

@@ -34,6 +34,12 @@ class Conflict(CommandError):
     status, title = 409, "Conflict"
 
 
+class PreconditionFailed(CommandError):
+    """The request's `If-Match` names a version the record has moved on from: nothing changed."""
+
+    status, title = 412, "Precondition Failed"
+
+
 class Gone(CommandError):
     status, title = 410, "Gone"
 

@@ -9,6 +9,8 @@ import msgspec
 
 from commands.admin import Created
 from commands.deciders.conversation import check_pinned_website
+from commands.deciders.read_state import ReadState, fold_read_state, read_state_stream
+from commands.deciders.read_state import decide_read as decide_read_up_to
 from commands.deciders.message import Message, check_may_post, decide_post, decide_read, fold_message
 from commands.principal import Principal
 from commands.streams import Entity, execute, execute_async, load, load_created_async, now
@@ -86,6 +88,20 @@ async def create_message(store: EventStore, principal: Principal, body: MessageC
 
 
 def mark_read(store: EventStore, principal: Principal, message_id: uuid.UUID | None) -> Created:
+    """The message's read receipt (the visitor sees it), and for an operator their own read state of the
+    conversation, up to this message (their unread count and badges)."""
     appended = execute(store, principal.org_id, lambda: load_message(store, principal, message_id),
                        lambda message: decide_read(message, principal.actor, now()), retry=False)
-    return Created(appended.state.created.message_id, appended.position)
+    position = appended.position
+    if principal.is_operator and principal.operator_id is not None:
+        position = max(position, read_up_to(store, principal.org_id, principal.operator_id, appended.state.created))
+    return Created(appended.state.created.message_id, position)
+
+
+def read_up_to(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID, message: ev.MessageCreated) -> int:
+    """The operator has read the message's conversation up to it (a mark that only moves forward)."""
+    def loaded() -> ReadState:
+        return fold_read_state(org_id, operator_id, message.conversation_id,
+                               store.load(read_state_stream(operator_id, message.conversation_id)))
+    return execute(store, org_id, loaded, lambda state: decide_read_up_to(state, message.message_id, message.at,
+                                                                          now())).position

@@ -1,5 +1,5 @@
 """An organization's team as its admins and owners manage it (`PATCH`/`DELETE /api/operators/{id}`), and
-an operator's own profile (`PATCH /api/operators/me`)."""
+an operator's own profile (`PATCH /api/operators/me`) and availability (`PUT /api/operators/me/availability`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from commands.admin import Created
-from commands.deciders.operator import (MAX_DISPLAY_NAME, Team, check_display_name, check_role, decide_change,
-                                        decide_display_name, decide_remove, fold_operator)
+from commands.deciders.operator import (MAX_DISPLAY_NAME, Availability, Team, check_display_name, check_role,
+                                        decide_availability, decide_change, decide_display_name, decide_remove,
+                                        fold_operator)
 from commands.errors import NotFound
 from commands.principal import Principal
 from commands.streams import execute, now
@@ -25,6 +26,10 @@ class OperatorChange(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
     role: str | UnsetType = UNSET
     status: Literal["active", "disabled"] | UnsetType = UNSET
     display_name: DisplayName | UnsetType = UNSET
+
+
+class AvailabilityChange(msgspec.Struct, forbid_unknown_fields=True):
+    status: Availability
 
 
 class ProfileChange(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
@@ -82,4 +87,13 @@ def change_profile(store: EventStore, principal: Principal, body: ProfileChange)
     name = check_display_name(body.display_name)
     appended = execute(store, principal.org_id, lambda: fold_operator(store.load(operator_id)),
                        lambda operator: decide_display_name(operator, principal.org_id, name, now()))
+    return Created(operator_id, appended.position)
+
+
+def set_availability(store: EventStore, principal: Principal, body: AvailabilityChange) -> Created:
+    """The signed-in operator's own availability in the token's organization (any role)."""
+    operator_id = principal.operator_id
+    assert operator_id is not None, "an operator's credential"
+    appended = execute(store, principal.org_id, lambda: fold_operator(store.load(operator_id)),
+                       lambda operator: decide_availability(operator, principal.org_id, body.status, now()))
     return Created(operator_id, appended.position)

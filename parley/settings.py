@@ -37,6 +37,7 @@ class Settings(msgspec.Struct, kw_only=True):
     nats_replicas: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
     leader_lease_seconds: Annotated[float, msgspec.Meta(ge=2)] = 10.0
     presence_ttl_seconds: float = 30.0
+    operator_away_after_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
     rate_apikey_per_minute: PerMinute = 600
     rate_operator_per_minute: PerMinute = 1200
     rate_anonymous_per_minute: PerMinute = 60
@@ -104,6 +105,10 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                              "cluster); a stream that has more, or file storage, is never weakened by an update"),
     "PARLEY_PRESENCE_TTL_SECONDS": ("presence_ttl_seconds",
                                     "how long a crashed API process's visitors still read as online (default 30)"),
+    "PARLEY_OPERATOR_AWAY_AFTER_SECONDS": ("operator_away_after_seconds",
+                                           "how long after their last activity at the dashboard (a key, a click, "
+                                           "the tab shown again) an operator who chose `online` reads as `away` "
+                                           "(default 300)"),
     "PARLEY_RATE_APIKEY_PER_MINUTE": ("rate_apikey_per_minute",
                                       "requests per minute of an API key created without --rate (default 600)"),
     "PARLEY_RATE_OPERATOR_PER_MINUTE": ("rate_operator_per_minute",

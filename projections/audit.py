@@ -115,6 +115,13 @@ AUDITED: dict[type[ev.Event], Audited] = {
                                     actor_field="operator_id"),
     ev.RecoveryCodeUsed: Audited("operator.recovery_code_used", "operator", "operator_id", actor_field="operator_id"),
     ev.OrganizationSecurityChanged: Audited("organization.security_changed", "organization", "org_id"),
+    ev.TeamCreated: Audited("team.created", "team", "team_id"),
+    ev.TeamRenamed: Audited("team.renamed", "team", "team_id", "patch"),
+    ev.TeamMembersSet: Audited("team.members_set", "team", "team_id", "patch"),
+    ev.TeamDeleted: Audited("team.deleted", "team", "team_id", "delete"),
+    ev.LabelCreated: Audited("label.created", "label", "label_id"),
+    ev.LabelChanged: Audited("label.changed", "label", "label_id"),
+    ev.LabelDeleted: Audited("label.deleted", "label", "label_id", "delete"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,
@@ -126,6 +133,10 @@ NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,
+    # the team's workflow on a conversation is the conversation's history (GET .../history), not a setting
+    ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.ConversationPrioritySet, ev.ConversationSnoozed,
+    ev.ConversationWoken, ev.ConversationReadByOperator,
+    ev.OperatorAvailabilityChanged,  # an operator's own online/away/offline: their day, not a setting
     ev.OperatorTotpCodeUsed,  # a sign-in's code, recorded so it passes once: the sign-in is `session.created`
 })
 

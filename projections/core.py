@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 from commands.deciders.website import WIDGET_FIELDS
 from events import types as ev
 from events.store import CREDENTIAL_GENERATION
+from projections import workflow
 from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = (
@@ -16,6 +17,7 @@ TABLES = (
     "rm_operator_revocations", "rm_api_keys", "rm_invitations", "rm_operator_two_factor",
     "rm_organization_security",
     "rm_customers", "rm_conversations", "rm_messages", "rm_operator_avatars",
+    "rm_teams", "rm_labels", "rm_operator_reads",
 )
 
 DDL = """
@@ -130,6 +132,39 @@ ALTER TABLE rm_operators ADD COLUMN IF NOT EXISTS avatar_digest text;
 CREATE TABLE IF NOT EXISTS rm_operator_two_factor (operator_id uuid PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS rm_organization_security (
     org_id uuid PRIMARY KEY, require_two_factor boolean NOT NULL DEFAULT false);
+-- The team's workflow (projections/workflow.py): a conversation's assignee, team, labels, priority, snooze,
+-- and `version`, its stream's (the ETag of GET /api/conversations/{id}); a table made before it counts
+-- its conversations' events once.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_conversations' AND column_name = 'version') THEN
+        ALTER TABLE rm_conversations ADD COLUMN version integer NOT NULL DEFAULT 1;
+        IF to_regclass('parley_events') IS NOT NULL THEN
+            UPDATE rm_conversations c SET version = v.version FROM (SELECT originator_id, max(originator_version)
+                AS version FROM parley_events WHERE originator_id IN (SELECT id FROM rm_conversations)
+                GROUP BY originator_id) v WHERE v.originator_id = c.id;
+        END IF;
+    END IF;
+END $$;
+""" + workflow.columns("rm_conversations") + """
+CREATE INDEX IF NOT EXISTS rm_conversations_assignee ON rm_conversations (org_id, assignee_id);
+CREATE TABLE IF NOT EXISTS rm_teams (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, name text NOT NULL, member_ids uuid[] NOT NULL,
+    created_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_teams_org ON rm_teams (org_id, name);
+CREATE TABLE IF NOT EXISTS rm_labels (
+    id uuid PRIMARY KEY, org_id uuid NOT NULL, name text NOT NULL, color text NOT NULL, created_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_labels_org ON rm_labels (org_id, lower(name));
+-- How far each operator has read each conversation (their own unread)
+CREATE TABLE IF NOT EXISTS rm_operator_reads (
+    operator_id uuid NOT NULL, conversation_id uuid NOT NULL, org_id uuid NOT NULL, up_to timestamptz NOT NULL,
+    PRIMARY KEY (operator_id, conversation_id));
+-- The availability each operator chose in each organization (`online` reads as away once inactive).
+ALTER TABLE rm_operator_orgs ADD COLUMN IF NOT EXISTS availability text NOT NULL DEFAULT 'online';
+-- Until when each operator counts as active at the dashboard (projections/views/availability.py): the API's to
+-- move, not an event's, so kept apart from the read model (not in TABLES) like parley_token_uses.
+CREATE TABLE IF NOT EXISTS parley_operator_activity (
+    operator_id uuid NOT NULL, org_id uuid NOT NULL, away_at timestamptz NOT NULL, PRIMARY KEY (org_id, operator_id));
 """
 
 
@@ -230,6 +265,11 @@ async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
     await conn.execute("UPDATE rm_operators SET display_name = %s WHERE id = %s", (e.display_name, e.operator_id))
 
 
+async def _availability_changed(conn, e: ev.OperatorAvailabilityChanged) -> None:
+    await conn.execute("UPDATE rm_operator_orgs SET availability = %s WHERE operator_id = %s AND org_id = %s",
+                       (e.status, e.operator_id, e.org_id))
+
+
 async def _avatar_changed(conn, e: ev.OperatorAvatarSet | ev.OperatorAvatarRemoved) -> None:
     """The operator's avatar is the image (or none); an image no operator shows any more goes."""
     if isinstance(e, ev.OperatorAvatarSet):
@@ -320,7 +360,7 @@ async def _conversation(conn, e: ev.ConversationCreated) -> None:
 async def _conversation_metadata(conn, e: ev.ConversationMetadataSet) -> None:
     # `||` sets the given keys, `-` then removes those given as null
     await conn.execute(
-        "UPDATE rm_conversations SET metadata = (metadata || %s) - %s::text[] WHERE id = %s",
+        "UPDATE rm_conversations SET metadata = (metadata || %s) - %s::text[], version = version + 1 WHERE id = %s",
         (Jsonb({k: v for k, v in e.values.items() if v is not None}),
          [k for k, v in e.values.items() if v is None], e.conversation_id))
 
@@ -328,7 +368,7 @@ async def _conversation_metadata(conn, e: ev.ConversationMetadataSet) -> None:
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
     await conn.execute(
         "UPDATE rm_conversations SET resolved = COALESCE(%s, resolved), spam = COALESCE(%s, spam), "
-        "agent_paused = COALESCE(%s, agent_paused) WHERE id = %s", (e.resolved, e.spam, e.agent_paused, e.conversation_id))
+        "agent_paused = COALESCE(%s, agent_paused), version = version + 1 WHERE id = %s", (e.resolved, e.spam, e.agent_paused, e.conversation_id))
 
 
 async def _messages(conn, events: list[ev.MessageCreated]) -> None:
@@ -343,8 +383,8 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
         "website_id, conversation_id, content, sender, reply_to, internal, operator_id, at, campaign_id, author, "
         "incomplete FROM m ON CONFLICT DO NOTHING) "
         "UPDATE rm_conversations AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at), "
-        "agent_paused = c.agent_paused OR run.team_replied "
-        "FROM (SELECT conversation_id, max(at) AS at, "
+        f"agent_paused = c.agent_paused OR run.team_replied, {workflow.WAKE_ON_VISITOR} "
+        f"FROM (SELECT conversation_id, max(at) AS at, {workflow.VISITOR_WROTE}, "
         "bool_or(sender = 'operator' AND author IS NULL AND campaign_id IS NULL AND NOT internal) AS team_replied "
         "FROM m GROUP BY conversation_id) AS run "
         "WHERE c.id = run.conversation_id", (as_json(events),))
@@ -386,7 +426,54 @@ async def _security_changed(conn, e: ev.OrganizationSecurityChanged) -> None:
     await _credentials_changed(conn)
 
 
+async def _team(conn, e: ev.TeamCreated) -> None:
+    await conn.execute("INSERT INTO rm_teams (id, org_id, name, member_ids, created_at) VALUES (%s, %s, %s, %s, %s) "
+                       "ON CONFLICT DO NOTHING", (e.team_id, e.org_id, e.name, e.member_ids, e.at))
+
+
+async def _team_renamed(conn, e: ev.TeamRenamed) -> None:
+    await conn.execute("UPDATE rm_teams SET name = %s WHERE id = %s", (e.name, e.team_id))
+
+
+async def _team_members(conn, e: ev.TeamMembersSet) -> None:
+    await conn.execute("UPDATE rm_teams SET member_ids = %s WHERE id = %s", (e.member_ids, e.team_id))
+
+
+async def _team_deleted(conn, e: ev.TeamDeleted) -> None:
+    await conn.execute("DELETE FROM rm_teams WHERE id = %s", (e.team_id,))
+    await WORKFLOW[ev.TeamDeleted](conn, e)
+
+
+async def _label(conn, e: ev.LabelCreated | ev.LabelChanged) -> None:
+    await conn.execute("INSERT INTO rm_labels (id, org_id, name, color, created_at) VALUES (%s, %s, %s, %s, %s) "
+                       "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, color = EXCLUDED.color",
+                       (e.label_id, e.org_id, e.name, e.color, e.at))
+
+
+async def _label_deleted(conn, e: ev.LabelDeleted) -> None:
+    await conn.execute("DELETE FROM rm_labels WHERE id = %s", (e.label_id,))
+    await WORKFLOW[ev.LabelDeleted](conn, e)
+
+
+async def _read_by_operator(conn, e: ev.ConversationReadByOperator) -> None:
+    await conn.execute(
+        "INSERT INTO rm_operator_reads (operator_id, conversation_id, org_id, up_to) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (operator_id, conversation_id) DO UPDATE SET up_to = GREATEST(rm_operator_reads.up_to, "
+        "EXCLUDED.up_to)", (e.operator_id, e.conversation_id, e.org_id, e.up_to))
+
+
+WORKFLOW = workflow.handlers("rm_conversations", then="version = version + 1")
+
 HANDLERS: dict[type, Handler] = {
+    **WORKFLOW,
+    ev.TeamCreated: _team,
+    ev.TeamRenamed: _team_renamed,
+    ev.TeamMembersSet: _team_members,
+    ev.TeamDeleted: _team_deleted,
+    ev.LabelCreated: _label,
+    ev.LabelChanged: _label,
+    ev.LabelDeleted: _label_deleted,
+    ev.ConversationReadByOperator: _read_by_operator,
     ev.OrganizationCreated: _organization,
     ev.WebsiteCreated: _website,
     ev.WebsiteUpdated: _website_updated,
@@ -402,6 +489,7 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorDisabled: _disabled,
     ev.OperatorEnabled: _enabled,
     ev.OperatorProfileChanged: _profile_changed,
+    ev.OperatorAvailabilityChanged: _availability_changed,
     ev.OperatorPasswordChanged: _password_changed,
     ev.OperatorInvited: _invited,
     ev.InvitationAccepted: _invitation_ended,

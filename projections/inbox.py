@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from events import types as ev
+from projections import workflow
 from projections.handlers import Handler, ReadModel, as_json
 
 TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_members")
@@ -57,6 +58,15 @@ DO $$ BEGIN  -- before memberships, an operator's e-mail named its home organiza
         DROP TABLE rm_inbox_operators;
     END IF;
 END $$;
+-- The team's workflow (projections/workflow.py), and what a row shows for triage: the latest message (its first
+-- 140 characters), and since when the visitor waits for the team's reply (their first message after it).
+ALTER TABLE rm_inbox ADD COLUMN IF NOT EXISTS last_message_from text, ADD COLUMN IF NOT EXISTS last_message_preview text,
+    ADD COLUMN IF NOT EXISTS last_message_at timestamptz,
+    ADD COLUMN IF NOT EXISTS last_message_internal boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS last_customer_message_at timestamptz, ADD COLUMN IF NOT EXISTS waiting_since timestamptz;
+""" + workflow.columns("rm_inbox") + """
+CREATE INDEX IF NOT EXISTS rm_inbox_assignee ON rm_inbox (website_id, assignee_id, last_edit_time DESC, id DESC)
+    WHERE NOT spam;
 CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
@@ -132,20 +142,33 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
     or until the AI agent's reply to it (the agent holds the conversation; a hand-off makes it unread)."""
     await conn.execute(
         "WITH m AS (SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (message_id uuid, conversation_id uuid, "
-        "sender text, internal boolean, at timestamptz, reply_to uuid, author text)) WITH ORDINALITY "
-        "AS m(message_id, conversation_id, sender, internal, at, reply_to, author, n)), "
+        "sender text, internal boolean, at timestamptz, reply_to uuid, author text, content text)) WITH ORDINALITY "
+        "AS m(message_id, conversation_id, sender, internal, at, reply_to, author, content, n)), "
         "run AS (SELECT conversation_id, max(at) AS at, (array_agg(message_id ORDER BY n DESC) "
         "FILTER (WHERE sender = 'customer' AND NOT internal))[1] AS visitor_message_id, "
+        "max(at) FILTER (WHERE sender = 'customer' AND NOT internal) AS visitor_at, "
         "max(n) FILTER (WHERE sender = 'customer' AND NOT internal) AS visitor_n, "
         "(array_agg(reply_to ORDER BY n DESC) FILTER (WHERE author = 'agent'))[1] AS answered, "
-        "max(n) FILTER (WHERE author = 'agent') AS answered_n "
-        "FROM m GROUP BY conversation_id) "
-        "UPDATE rm_inbox AS i SET last_edit_time = GREATEST(i.last_edit_time, run.at), "
-        "last_customer_message_id = COALESCE(run.visitor_message_id, i.last_customer_message_id), "
+        "max(n) FILTER (WHERE author = 'agent') AS answered_n, "
+        "max(n) FILTER (WHERE sender = 'operator' AND NOT internal) AS replied_n, "
+        f"{workflow.VISITOR_WROTE}, "
+        "(array_agg(sender ORDER BY n DESC))[1] AS last_from, (array_agg(left(content, 140) ORDER BY n DESC))[1] "
+        "AS last_preview, (array_agg(internal ORDER BY n DESC))[1] AS last_internal FROM m GROUP BY conversation_id), "
+        "waits AS (SELECT run.conversation_id, min(m.at) AS since FROM run JOIN m USING (conversation_id) "
+        "WHERE m.sender = 'customer' AND NOT m.internal AND m.n > COALESCE(run.replied_n, 0) "
+        "GROUP BY run.conversation_id) "
+        "UPDATE rm_inbox AS c SET last_edit_time = GREATEST(c.last_edit_time, run.at), "
+        "last_customer_message_id = COALESCE(run.visitor_message_id, c.last_customer_message_id), "
+        "last_customer_message_at = COALESCE(run.visitor_at, c.last_customer_message_at), "
+        "last_message_from = run.last_from, last_message_preview = run.last_preview, last_message_at = run.at, "
+        "last_message_internal = run.last_internal, "
+        "waiting_since = CASE WHEN run.replied_n IS NULL THEN COALESCE(c.waiting_since, waits.since) "
+        "ELSE waits.since END, "
+        f"{workflow.WAKE_ON_VISITOR}, "
         "unread = CASE WHEN run.answered_n > COALESCE(run.visitor_n, 0) "
-        "AND run.answered = COALESCE(run.visitor_message_id, i.last_customer_message_id) THEN false "
-        "ELSE i.unread OR run.visitor_message_id IS NOT NULL END "
-        "FROM run WHERE i.id = run.conversation_id", (as_json(events),))
+        "AND run.answered = COALESCE(run.visitor_message_id, c.last_customer_message_id) THEN false "
+        "ELSE c.unread OR run.visitor_message_id IS NOT NULL END "
+        "FROM run LEFT JOIN waits USING (conversation_id) WHERE c.id = run.conversation_id", (as_json(events),))
     for e in events:
         if e.internal and (emails := mentioned_emails(e.content)):
             await conn.execute(
@@ -163,6 +186,7 @@ async def _message_read(conn, e: ev.MessageRead) -> None:
 
 
 HANDLERS: dict[type, Handler] = {
+    **workflow.handlers("rm_inbox"),
     ev.OperatorCreated: _operator,
     ev.OperatorOrgAdded: _member_added,
     ev.OperatorOrgRemoved: _member_removed,

@@ -50,6 +50,8 @@ class ApiSettings:
     public_url: str
     mcp_allowed_hosts: str
     mcp_allowed_origins: str
+    nats_stream: str
+    operator_away_after_seconds: float
 
 
 class ConversationFacts(Protocol):

@@ -56,6 +56,14 @@ def other_tenant(server) -> Tenant:
 
 
 @pytest.fixture(scope="module")
+def quick_away_server(infra, tmp_path_factory) -> Iterator[Server]:
+    """A server whose operators who chose `online` read as `away` 2 s after their last activity."""
+    running = make_server(infra, tmp_path_factory.mktemp("away"), PARLEY_OPERATOR_AWAY_AFTER_SECONDS="2").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
 def sso_server(infra, tmp_path_factory) -> Iterator[Server]:
     # the provider listens on loopback, which the SSRF guard refuses unless told otherwise
     running = make_server(infra, tmp_path_factory.mktemp("sso"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()

@@ -21,6 +21,8 @@ from events.store import Pending, Recorded
 
 ROLES: tuple[Role, ...] = get_args(Role)
 Status = Literal["active", "disabled"]
+# what an operator chooses to be for the team: `online` (reads as away once inactive), `away`, `offline`
+Availability = Literal["online", "away", "offline"]
 MAX_DISPLAY_NAME = 100
 
 
@@ -47,6 +49,7 @@ def check_display_name(name: str | None) -> str | None:
 class Membership:
     role: Role
     status: Status = "active"
+    availability: Availability = "online"
 
 
 @dataclass
@@ -85,6 +88,8 @@ def fold_operator(history: list[Recorded]) -> Operator:
             state.memberships[event.org_id].status = "disabled" if isinstance(event, ev.OperatorDisabled) else "active"
         elif isinstance(event, ev.OperatorProfileChanged):
             state.display_name = event.display_name
+        elif isinstance(event, ev.OperatorAvailabilityChanged) and event.org_id in state.memberships:
+            state.memberships[event.org_id].availability = event.status  # type: ignore[assignment]
         elif isinstance(event, ev.OperatorPasswordChanged):
             state.password_hash = event.password_hash
         elif isinstance(event, ev.OperatorAvatarSet):
@@ -171,6 +176,14 @@ def decide_display_name(operator: Operator, org_id: uuid.UUID, display_name: str
         return []
     return operator.follow(ev.OperatorProfileChanged(org_id=org_id, at=at, operator_id=operator.operator_id,
                                                      display_name=display_name))
+
+
+def decide_availability(operator: Operator, org_id: uuid.UUID, status: Availability, at: datetime) -> list[Pending]:
+    """The availability the operator chooses in `org_id` (nothing new when it is the same)."""
+    if operator.membership(org_id).availability == status:
+        return []
+    return operator.follow(ev.OperatorAvailabilityChanged(org_id=org_id, at=at, operator_id=operator.operator_id,
+                                                          status=status))
 
 
 def decide_join(operator: Operator, org_id: uuid.UUID, role: Role, at: datetime) -> list[Pending]:

@@ -22,6 +22,7 @@ from events.ids import parse_id
 from commands.apikeys import RatePerMinute
 from commands.principal import Role, Scope
 from commands.websites import BrandColor
+from projections.views.availability import EFFECTIVE, Availability
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
@@ -375,7 +376,8 @@ API_KEYS = Collection(
 
 class Operator(msgspec.Struct, rename={"id": "_id", "display_name": "displayName", "created_at": "createdAt"}):
     """An operator as a member of the organization: its role and status there (`active`, `invited`,
-    `disabled`); the display name is what visitors and the team see."""
+    `disabled`) and its availability now (`online`, `away`: chosen, or inactive for a while; `offline`: chosen,
+    or not an active member); the display name is what visitors and the team see."""
 
     id: uuid.UUID
     email: str
@@ -383,17 +385,22 @@ class Operator(msgspec.Struct, rename={"id": "_id", "display_name": "displayName
     role: Role
     status: Literal["active", "invited", "disabled"]
     created_at: datetime
+    availability: Availability
 
 
 # an organization's operators: every membership of it but those that ended, and the invitations that still
 # work (the invitation's id stands for the operator until it is accepted)
-MEMBERS = ("(SELECT o.id, o.email, o.display_name, m.role, m.status, o.created_at, m.org_id FROM rm_operator_orgs m "
+MEMBERS = ("(SELECT o.id, o.email, o.display_name, m.role, m.status, o.created_at, m.org_id, "
+           f"{EFFECTIVE} AS availability FROM rm_operator_orgs m "
            "JOIN rm_operators o ON o.id = m.operator_id WHERE m.status <> 'removed' "
-           "UNION ALL SELECT i.id, i.email, NULL, i.role, 'invited', i.created_at, i.org_id FROM rm_invitations i "
-           "WHERE i.state = 'pending' AND i.expires_at > now()) AS members")
+           "UNION ALL SELECT i.id, i.email, NULL, i.role, 'invited', i.created_at, i.org_id, 'offline' "
+           "FROM rm_invitations i WHERE i.state = 'pending' AND i.expires_at > now()) AS members")
 
 OPERATORS = Collection(
-    name="operators", table=MEMBERS, shape=Operator, select="id, email, display_name, role, status, created_at",
-    filters={"email": ("email", "str"), "role": ("role", "str"), "status": ("status", "str")}, sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
+    name="operators", table=MEMBERS, shape=Operator,
+    select="id, email, display_name, role, status, created_at, availability",
+    filters={"email": ("email", "str"), "role": ("role", "str"), "status": ("status", "str"),
+             "availability": ("availability", "str")},
+    sorts={"_id": "id", "email": "email", "createdAt": "created_at"},
     default_sort="email", website_column=None,
 )

@@ -12,9 +12,7 @@ import psycopg
 
 from commands.admin import DEFAULT_BRAND_COLOR
 from commands.deciders.website import WIDGET_FIELDS, Widget
-
-# the team counts as online while one of its operators used the dashboard or the API this recently
-ONLINE_WITHIN = "5 minutes"
+from projections.views.availability import anyone_online
 
 
 async def allowed_origins(conn: psycopg.AsyncConnection, website_id: uuid.UUID) -> list[str]:
@@ -68,11 +66,11 @@ async def widget_settings(conn: psycopg.AsyncConnection, org_id: uuid.UUID, webs
 
 
 async def chat_config(conn: psycopg.AsyncConnection, website_id: uuid.UUID) -> ChatConfig | None:
-    """The widget's start-up settings; None for no website. Every hour is open until business hours exist."""
-    row = await (await conn.execute(
-        "SELECT w.brand_color, w.widget, EXISTS (SELECT 1 FROM rm_operator_tokens t JOIN parley_token_uses u "
-        "ON u.token_id = t.token_id WHERE t.org_id = w.org_id AND NOT t.revoked "
-        "AND (t.expires_at IS NULL OR t.expires_at > now()) "
-        f"AND u.last_used_at > now() - interval '{ONLINE_WITHIN}') FROM rm_websites w WHERE w.id = %s",
-        (website_id,))).fetchone()
-    return row and ChatConfig(**_widget(row[0], row[1]), open=True, next_open_at=None, online=row[2])
+    """The widget's start-up settings; None for no website. `online`: an operator of the team is (their
+    availability, projections/views/availability.py). Every hour is open until business hours exist."""
+    row = await (await conn.execute("SELECT org_id, brand_color, widget FROM rm_websites WHERE id = %s",
+                                    (website_id,))).fetchone()
+    if row is None:
+        return None
+    online = await anyone_online(conn, row[0], website_id)
+    return ChatConfig(**_widget(row[1], row[2]), open=True, next_open_at=None, online=online)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import msgspec
 from litestar import Request, Response, get
 
-from events.store import EVENTS_TABLE
+from events.store import EVENTS_TABLE, STREAM_WARNINGS
 from projections.search import embedder_loaded
 from readapi.auth import PUBLIC
 from readapi.openapi import describe
@@ -52,6 +52,8 @@ class Readiness(msgspec.Struct, rename="camel", omit_defaults=True):
     head: int | None = None  # the store's latest position
     read_models: dict[str, ReadModel] | None = None
     degraded: list[str] | None = None  # what works less well ("nats": live frames lost, consumers poll the store)
+    # what the relay found weaker or stronger in the stream than it asked for, and kept (not ready-affecting)
+    stream_warnings: list[str] | None = None
 
 
 @describe("Liveness: the process serves HTTP", PUBLIC, answer=Alive, tag="health", operation_id="checkLiveness")
@@ -62,22 +64,24 @@ async def healthz() -> Response:
 
 @describe("Readiness: PostgreSQL reachable (200, else 503 with the same report: the process cannot serve); NATS "
           "unreachable leaves it ready with status `degraded`; with each read model's lag behind the event store and "
-          "whether search is still loading its model",
+          "whether search is still loading its model, and what the relay found different in the stream's "
+          "configuration and kept (`streamWarnings`)",
           PUBLIC, answer=Readiness, also=(503,), tag="health", operation_id="checkReadiness")
 @get("/readyz")
 async def readyz(request: Request) -> Response:
-    (postgres, head, read_models), nats = await asyncio.gather(_postgres(request), _nats(services(request).nats_url))
+    (postgres, head, read_models, warnings), nats = await asyncio.gather(_postgres(request),
+                                                                         _nats(services(request).nats_url))
     # search alone unavailable leaves the process ready: it serves everything else
     search_error = services(request).search_unavailable()
     degraded = [] if nats.reachable else ["nats"]
     status = "not ready" if not postgres.reachable else "degraded" if degraded else "ready"
     model = "ready" if embedder_loaded(services(request).settings.search) else "loading"
     readiness = Readiness(status, postgres, nats, Search(search_error is None, model, search_error), head, read_models,
-                          degraded or None)
+                          degraded or None, warnings or None)
     return json_response(readiness, status=200 if postgres.reachable else 503)
 
 
-async def _postgres(request: Request) -> tuple[Dependency, int | None, dict[str, ReadModel] | None]:
+async def _postgres(request: Request) -> tuple[Dependency, int | None, dict[str, ReadModel] | None, list[str]]:
     svc = services(request)
     try:
         async with asyncio.timeout(svc.settings.database_wait_seconds), svc.pool.connection() as conn:
@@ -85,9 +89,12 @@ async def _postgres(request: Request) -> tuple[Dependency, int | None, dict[str,
                 f"SELECT coalesce(max(notification_id), 0) FROM {EVENTS_TABLE}")).fetchone())[0]
             positions = await (await conn.execute(
                 "SELECT name, position FROM parley_projection_positions ORDER BY name")).fetchall()
+            warnings = await (await conn.execute(
+                f"SELECT warnings FROM {STREAM_WARNINGS} WHERE stream = %s", (svc.settings.nats_stream,))).fetchone()
     except (*DATABASE_UNAVAILABLE, TimeoutError) as exc:
-        return Dependency(False, type(exc).__name__), None, None
-    return Dependency(True), head, {name: ReadModel(position, max(0, head - position)) for name, position in positions}
+        return Dependency(False, type(exc).__name__), None, None, []
+    return (Dependency(True), head, {name: ReadModel(position, max(0, head - position)) for name, position in positions},
+            warnings[0] if warnings else [])
 
 
 async def _nats(url: str) -> Dependency:

@@ -3,18 +3,20 @@ or remove it; every operator changes its own display name. Operator access token
 
 from __future__ import annotations
 
-from litestar import Request, Response, delete, patch
+from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath
 
 from commands import team
+from commands.admin import Created
 from commands.principal import Principal
 from events.ids import parse_id
 from projections.views.collections import OPERATORS, Operator
+from projections.views.availability import OperatorAvailability, availability_of, record_activity
 from projections.views.operators import member_ids
-from readapi.auth import ADMIN, OPERATOR_ENROLLING, Authenticated, Decoded
+from readapi.auth import ADMIN, OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
-from readapi.services import POSITION_HEADER, run_command, services, written
+from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
 
 
 async def team_ids(request: Request, principal: Principal) -> list:
@@ -53,4 +55,45 @@ async def remove_operator(request: Request, operator_id: FromPath[str], principa
     return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
 
 
-ROUTES = [change_profile, change_operator, remove_operator]
+async def availability_response(request: Request, principal: Principal, active: bool,
+                                created: Created | None = None) -> Response:
+    """The operator's availability, after counting this request as activity at the dashboard when `active`."""
+    away_after = services(request).settings.operator_away_after_seconds
+    if created is None:
+        await caught_up(request)
+    else:
+        await written(request, created)
+    async with services(request).pool.connection() as conn:
+        if active:
+            await record_activity(conn, principal.org_id, principal.operator_id, away_after)
+        return json_response(await availability_of(conn, principal.org_id, principal.operator_id, away_after), created)
+
+
+@describe("Your availability: `status` as the team sees it now (`online` turns to `away` after "
+          "`awayAfterSeconds` without activity at the dashboard), `chosen` as you set it", OPERATOR,
+          answer=OperatorAvailability, operation_id="getCurrentOperatorAvailability")
+@get("/api/operators/me/availability")
+async def current_availability(request: Request, principal: Authenticated) -> Response:
+    return await availability_response(request, principal, active=False)
+
+
+@describe("Choose your availability in the organization: `online` (reads as `away` while you are inactive), "
+          "`away` or `offline`. Counts as activity", OPERATOR, body=team.AvailabilityChange,
+          answer=OperatorAvailability, example={"status": "away"}, operation_id="setCurrentOperatorAvailability")
+@put("/api/operators/me/availability")
+async def set_availability(request: Request, principal: Authenticated,
+                           payload: Decoded[team.AvailabilityChange]) -> Response:
+    created = await run_command(request, team.set_availability, principal, payload)
+    return await availability_response(request, principal, active=True, created=created)
+
+
+@describe("Report activity at the dashboard (a key, a click, the tab shown again): an operator who chose "
+          "`online` reads as `online` for `awayAfterSeconds` more. The dashboard sends it at most every third "
+          "of that; nothing is stored as an event", OPERATOR, answer=OperatorAvailability, position=False,
+          operation_id="reportOperatorActivity")
+@post("/api/operators/me/activity", status_code=200)
+async def report_activity(request: Request, principal: Authenticated) -> Response:
+    return await availability_response(request, principal, active=True)
+
+
+ROUTES = [change_profile, change_operator, remove_operator, current_availability, set_availability, report_activity]

@@ -64,7 +64,7 @@ async def update_widget(request: Request, principal: Authenticated, payload: Dec
           description="No credential. Cacheable: `Cache-Control: public, max-age=60` and an `ETag`; a request "
                       "with `If-None-Match` naming the current one is answered 304 with no body. `open` and "
                       "`nextOpenAt` follow the team's business hours (always open while none are set); "
-                      "`online` says whether an operator used Parley in the last five minutes.")
+                      "`online` says whether an operator of the team is online (their availability).")
 @get("/api/chat/config")
 async def get_config(request: Request) -> Response:
     raw = request.query_params.get("websiteId")

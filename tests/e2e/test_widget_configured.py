@@ -19,6 +19,11 @@ from tests.support.widget_pages import Console, eventually, host_page, stored_se
 WIDGET = "[data-parley=widget]"
 
 
+def at_the_dashboard(http, tenant):
+    """The tenant's operator is active: the team reads as online, so the widget welcomes (not away)."""
+    assert http.post("/api/operators/me/activity", headers=tenant.operator).status_code in (200, 204)
+
+
 def configure(http, tenant, **settings):
     saved = http.put(f"/api/websites/{tenant.website_name}/widget", headers=tenant.operator, json=settings)
     assert saved.status_code == 200, saved.text
@@ -40,6 +45,7 @@ def header_look(frame_or_page, where: str = WIDGET):
 
 def test_saved_settings_reach_the_widget_on_the_next_load(page, host_pages, server, http, axe_script):
     tenant = make_tenant(server)
+    at_the_dashboard(http, tenant)
     url = host_page(host_pages, "configured", server.base_url, tenant.website_id, queued=[["openChat"]])
     page.goto(url)
     eventually(lambda: page.get_by_role("dialog", name="Chat with us").is_visible())
@@ -265,6 +271,7 @@ def test_the_preview_on_the_websites_page_is_the_widget(context, server, http, h
     screenshot(page, "websites-widget-preview")
     card.get_by_role("button", name="Save widget").click()
     card.locator("text=Visitors see it at their next page load").wait_for()
+    at_the_dashboard(http, tenant)
 
     visitor = context.new_page()
     visitor.goto(host_page(host_pages, "previewed", server.base_url, tenant.website_id, queued=[["openChat"]]))
@@ -293,3 +300,13 @@ def test_seen_timestamps_and_the_visitors_typing_reach_each_side(page, host_page
         page.locator(f"{WIDGET} textarea").press_sequentially("I am wri")
         typing = stream.until(lambda p: p.event == "visitor.typing")[-1]
         assert typing.data == {"conversationId": conversation_id, "typing": True}
+
+
+def test_the_away_message_shows_while_nobody_of_the_team_is_online(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    configure(http, tenant, awayMessage="Back at 9 tomorrow.", welcomeMessage="Hi, we are here.")
+    page.goto(host_page(host_pages, "away", server.base_url, tenant.website_id, queued=[["openChat"]]))
+    page.locator(f"{WIDGET} .empty.away", has_text="Back at 9 tomorrow.").wait_for()
+    at_the_dashboard(http, tenant)
+    page.reload()
+    page.locator(f"{WIDGET} .empty", has_text="Hi, we are here.").wait_for()

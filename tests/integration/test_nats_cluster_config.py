@@ -4,11 +4,13 @@ that answers, and the relay's update of an existing stream never weakens it (sto
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import stream
+from tests.support.servers import make_server
 
 
 def test_a_comma_separated_url_connects_to_a_server_that_answers(infra):
@@ -42,3 +44,34 @@ def test_an_update_keeps_a_stronger_stream_and_says_so(infra):
     assert config.max_msgs == 100  # the relay's limit is set
     assert config.storage == StorageType.MEMORY  # not rewritten
     assert len(mismatches) == 1 and "storage" in mismatches[0] and "kept" in mismatches[0]
+
+
+def test_readiness_reports_what_the_relay_kept_in_a_stream_made_beforehand(infra, tmp_path):
+    """A stream made by someone else in memory: the relay keeps it (a stream's storage cannot change) and
+    every API process's /readyz says so, while staying ready."""
+    name = f"TEST_{uuid.uuid4().hex[:10].upper()}"
+
+    async def make(config: StreamConfig | None = None):
+        nc = await stream.connect(infra.nats_url)
+        try:
+            if config:
+                await nc.jetstream().add_stream(config)
+            else:
+                await nc.jetstream().delete_stream(name)
+        finally:
+            await stream.close(nc)
+
+    asyncio.run(make(StreamConfig(name=name, subjects=[stream.subject_of(name)], storage=StorageType.MEMORY,
+                                  discard=DiscardPolicy.OLD)))
+    server = make_server(infra, tmp_path, PARLEY_NATS_STREAM=name).start()
+    try:
+        with server.client() as http:
+            deadline = time.monotonic() + 30
+            while not (readiness := http.get("/readyz").json()).get("streamWarnings"):
+                assert time.monotonic() < deadline, readiness
+                time.sleep(0.2)
+        assert readiness["status"] == "ready"
+        assert len(readiness["streamWarnings"]) == 1 and "storage" in readiness["streamWarnings"][0]
+    finally:
+        server.stop()
+        asyncio.run(make())

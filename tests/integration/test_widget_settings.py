@@ -39,7 +39,10 @@ def test_an_admin_changes_the_widget_and_the_widget_reads_it_cacheably(http, ten
     body = config.json()
     assert {k: body[k] for k in again} == again
     assert body["open"] is True and body["nextOpenAt"] is None
-    assert body["online"] is True  # the operator's token was just used
+    assert body["online"] is False  # nobody at the dashboard yet: the team reads as away
+    assert http.post("/api/operators/me/activity", headers=tenant.operator).status_code in (200, 204)
+    config = http.get("/api/chat/config", params={"websiteId": str(tenant.website_id)})
+    assert config.json()["online"] is True
     assert config.headers["cache-control"] == "public, max-age=60"
     etag = config.headers["etag"]
     unchanged = http.get("/api/chat/config", params={"websiteId": str(tenant.website_id)},
@@ -90,7 +93,7 @@ def test_the_config_of_an_unknown_website_is_404_and_a_new_website_has_the_defau
     assert created.status_code == 200, created.text
     assert created.json()["brandColor"] == DEFAULT_BRAND_COLOR
     config = http.get("/api/chat/config", params={"websiteId": created.json()["_id"]}).json()
-    assert config["brandColor"] == DEFAULT_BRAND_COLOR and config["online"] is True
+    assert config["brandColor"] == DEFAULT_BRAND_COLOR
 
 
 def test_a_restricted_website_answers_its_config_only_to_its_origins(http, tenant):

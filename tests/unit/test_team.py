@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 import msgspec
 import pytest
 
-from commands.deciders.operator import Team, decide_change, decide_join, decide_remove, fold_operator
+from commands.deciders.operator import (Team, decide_availability, decide_change, decide_join, decide_remove,
+                                        fold_operator)
 from commands.errors import Conflict, Forbidden, NotFound
 from commands.principal import Principal
 from events import types as ev
@@ -132,3 +133,16 @@ def test_joining_an_organization_twice_changes_nothing():
     op = operator("owner")
     assert kinds(decide_join(op, OTHER_ORG, "agent", AT)) == ["OperatorOrgAdded"]
     assert decide_join(op, ORG, "agent", AT) == []
+
+
+def test_availability_is_chosen_per_organization_and_the_same_choice_appends_nothing():
+    member = operator("agent")
+    assert member.membership(ORG).availability == "online"  # until the operator chooses otherwise
+    assert decide_availability(member, ORG, "online", AT) == []
+    chosen = decide_availability(member, ORG, "away", AT)
+    assert kinds(chosen) == ["OperatorAvailabilityChanged"] and chosen[0].event.status == "away"
+    away = operator("agent", ev.OperatorOrgAdded(org_id=OTHER_ORG, at=AT, operator_id=uuid.uuid4()),
+                    ev.OperatorAvailabilityChanged(org_id=OTHER_ORG, at=AT, operator_id=uuid.uuid4(), status="away"))
+    assert (away.membership(ORG).availability, away.membership(OTHER_ORG).availability) == ("online", "away")
+    with pytest.raises(NotFound):
+        decide_availability(member, OTHER_ORG, "away", AT)

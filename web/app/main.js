@@ -3,6 +3,7 @@
 // is by path under /app/ (the server answers index.html for every one of them). Nothing imports this file.
 
 import {get, realtime, session, signIn, signOut, whenSignedOut} from "./api.js";
+import {availabilityControl} from "./availability.js";
 import {errorBox, field, h, replace} from "./dom.js";
 import {inviteForm, keep, resetForm, setupForm} from "./welcome.js";
 
@@ -46,6 +47,8 @@ class ParleyApp extends HTMLElement {
   /** The page of an invitation or a password reset link; then the dashboard, or sign-in. */
   showLink(kind, token) {
     this.stopRealtime?.();
+    this.availability?.stop();
+    this.availability = null;
     this.me = null;
     const done = (signedIn, notice) => {
       history.replaceState(null, "", signedIn ? "/app/inbox" : "/app/signin");
@@ -67,6 +70,8 @@ class ParleyApp extends HTMLElement {
   showSignIn(notice) {
     this.stopRealtime?.();
     this.stopRealtime = null;
+    this.availability?.stop();
+    this.availability = null;
     this.me = null;
     if (location.pathname !== "/app/signin") history.replaceState(null, "", "/app/signin");
     const email = h("input", {type: "email", name: "email", autocomplete: "username", required: true});
@@ -160,6 +165,7 @@ class ParleyApp extends HTMLElement {
     this.operators = operators;
     if (!websites.some((w) => w._id === session.website)) session.website = websites[0]?._id ?? "";
     this.renderShell();
+    this.availability.start(me._id).catch(() => {});
     this.stopRealtime = realtime(
       (name, data) => this.bus.dispatchEvent(new CustomEvent(name, {detail: data})),
       (state) => this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…"));
@@ -192,6 +198,8 @@ class ParleyApp extends HTMLElement {
     }});
     this.fillPicker();
     this.liveState = h("span", {class: "live", "aria-live": "polite"});
+    this.availability?.stop();
+    this.availability = this.enrolOnly ? null : availabilityControl(this.bus);
     const usable = this.enrolOnly ? [["profile", PROFILE]]
       : Object.entries(PAGES).filter(([, [, , , role]]) => !role || this.hasRole(role));
     this.nav = h("nav", {"aria-label": "Main"}, h("ul", null, usable.map(([key, [label]]) =>
@@ -203,6 +211,7 @@ class ParleyApp extends HTMLElement {
         h("a", {class: "brand", href: "/app/inbox"}, "Parley"),
         h("label", {class: "picker"}, h("span", {class: "visually-hidden"}, "Website"), this.picker),
         this.liveState,
+        this.availability,
         h("a", {class: "me", href: "/app/profile", title: `${this.me.email} (${this.me.role}): your profile`},
           this.me.displayName ?? this.me.email),
         h("button", {type: "button", class: "secondary", id: "sign-out", onclick: async () => {

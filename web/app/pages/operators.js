@@ -15,6 +15,10 @@ function linkToCopy(label, link) {
 }
 
 class ParleyOperators extends Page {
+  connectedCallback() {
+    this.listen("operator.availability", () => this.table && this.load());
+  }
+
   show() {
     const email = h("input", {id: "invite-email", type: "email", required: true, autocomplete: "off"});
     // only an owner makes owners (the service refuses an admin's owner invitation)
@@ -86,10 +90,12 @@ class ParleyOperators extends Page {
   async load() {
     const operators = await get("/api/operators");
     replace(this.table, h("table", null,
-      h("thead", null, h("tr", null, ["Name", "E-mail", "Role", "Status", "Since", "Actions"].map((t) => h("th", {scope: "col"}, t)))),
+      h("thead", null, h("tr", null, ["Name", "E-mail", "Role", "Status", "Availability", "Since", "Actions"].map((t) => h("th", {scope: "col"}, t)))),
       h("tbody", null, operators.map((o) => h("tr", {"data-id": o._id},
         h("td", null, o.displayName ?? "—"), h("td", null, o.email), h("td", null, o.role),
         h("td", null, h("span", {class: o.status === "active" ? "" : "status-bad"}, o.status)),
+        h("td", null, h("span", {class: "availability", "data-status": o.availability},
+          h("span", {class: "availability-dot", "aria-hidden": "true"}), o.availability)),
         h("td", null, time(o.createdAt)), h("td", null, this.actions(o)))))));
   }
 }

@@ -30,6 +30,8 @@ MAX_EMAIL = 254
 MAX_USER_AGENT = 300  # what a session keeps of its client's User-Agent
 MAX_RATE = 1_000_000_000  # a key's requests per minute; the read model keeps it as a 32-bit integer
 HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+# A website's brand color until it is given one: the widget's, the mascot's and the dashboard's default alike
+DEFAULT_BRAND_COLOR = "#4f46e5"
 _passwords = PasswordHasher()
 
 
@@ -75,6 +77,7 @@ def create_website(store: EventStore, sealer: Sealer, org_id: uuid.UUID, name: s
     if not VANITY.match(name):
         raise Invalid("the vanity id is 2-63 characters of a-z, 0-9 and '-'", name_field)
     check_brand_color(brand_color)
+    brand_color = brand_color or DEFAULT_BRAND_COLOR
     website_id = new_id()
     identity_secret = new_identity_secret()
     try:

@@ -38,6 +38,8 @@ class SessionStart(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     signature: str | None = None
     email: Field | None = None
     email_signature: str | None = None
+    # the session this browser holds: an anonymous visitor who signs in keeps its conversations
+    session_token: str | None = None
 
 
 class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
@@ -45,6 +47,10 @@ class VisitorMessage(msgspec.Struct, forbid_unknown_fields=True, rename="camel")
     content: Annotated[str, msgspec.Meta(max_length=MAX_CONTENT)]
     reply_to_message_id: str | None = None
     attachment_ids: AttachmentIds = []  # the visitor's own uploads (`POST /api/chat/attachments`)
+
+
+# a language tag as the widget sends it (`fr`, `pt-BR`): the visitor's language, which operators see
+LanguageTag = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$", max_length=35)]
 
 
 class ProfileUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -55,6 +61,7 @@ class ProfileUpdate(msgspec.Struct, forbid_unknown_fields=True):
     phone: Field | None | msgspec.UnsetType = msgspec.UNSET
     email: Annotated[str, msgspec.Meta(max_length=254, pattern=UNVERIFIED_EMAIL)] | None | msgspec.UnsetType = \
         msgspec.UNSET
+    language: LanguageTag | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class MetadataUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -104,7 +111,9 @@ class Session:
     position: int
 
 
-def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Session:
+def start_session(store: EventStore, sealer: Sealer, body: SessionStart, anonymous: uuid.UUID | None = None) -> Session:
+    """A session for the identity `body` names (none: a new anonymous customer); `anonymous`, the customer
+    of the session the browser held, becomes the identified customer when the identity has none yet."""
     website_id = parse_id(body.website_id)
     state = website_state(store.load(website_id) if website_id else [])
     if state is None:
@@ -120,12 +129,24 @@ def start_session(store: EventStore, sealer: Sealer, body: SessionStart) -> Sess
         bound = reserved[0].event.owner_id if reserved else None
         customer = load(store, bound, ev.CustomerCreated, state.created.org_id, "customer") \
             if bound is not None and identity.email is not None else None
-        return SessionTarget(state.created, bound, customer and fold_customer(customer.history))
+        held = load(store, anonymous, ev.CustomerCreated, state.created.org_id, "customer") \
+            if anonymous is not None and bound is None else None
+        return SessionTarget(state.created, bound, customer and fold_customer(customer.history),
+                             held and fold_customer(held.history))
 
     # On a conflict another device reserved the same person first: the session binds to that customer.
     appended = execute(store, state.created.org_id, target, lambda session: decide_start_session(
         session, identity, customer_id=customer_id, session_id=session_id, token_hash=hash_secret(token), at=now()))
     return Session(token, appended.pending[-1].event.customer_id, appended.position)
+
+
+def end_session(store: EventStore, principal: Principal) -> Created:
+    """The visitor's sign-out on their browser: the session's token stops working (ended once; again is a
+    no-op, since the token no longer reaches here)."""
+    session_id = principal.credential_id
+    position = store.append(Pending(session_id, 2, ev.ChatSessionEnded(
+        org_id=principal.org_id, at=now(), session_id=session_id, customer_id=principal.customer_id)))
+    return Created(session_id, position)
 
 
 def start_conversation(store: EventStore, principal: Principal) -> Created:
@@ -187,7 +208,7 @@ async def post_message(store: EventStore, principal: Principal, body: VisitorMes
 
 
 def update_profile(store: EventStore, principal: Principal, body: ProfileUpdate) -> Created:
-    changes = {k: v for k in ("nickname", "phone") if (v := getattr(body, k)) is not msgspec.UNSET}
+    changes = {k: v for k in ("nickname", "phone", "language") if (v := getattr(body, k)) is not msgspec.UNSET}
     if body.email is not msgspec.UNSET:
         changes["unverifiedEmail"] = body.email
     appended = execute(store, principal.org_id, lambda: load_customer(store, principal, principal.customer_id),

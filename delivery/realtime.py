@@ -80,6 +80,22 @@ class VisitorMessageUpdate(msgspec.Struct, rename="camel"):
     message_id: uuid.UUID
 
 
+class VisitorConversationChange(msgspec.Struct, rename="camel"):
+    """What the visitor learns of a change to their conversation: whether it is resolved (the widget then
+    asks how the team did)."""
+
+    conversation_id: uuid.UUID
+    resolved: bool
+
+
+class VisitorMessageSeen(msgspec.Struct, rename="camel"):
+    """The team has read the visitor's message (the widget shows "seen")."""
+
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    read_at: datetime
+
+
 class ConversationChange(msgspec.Struct, rename="camel", omit_defaults=True):
     """What changed of a conversation: only the fields present did. The team's workflow fields are present
     as null when they became null (unassigned, no team, woken)."""
@@ -417,6 +433,18 @@ class Hub:
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):
                 return facts.customer_id, frame(at, "message.created", chat_message_of(e, await self.author(e)))
+        if isinstance(e, ev.ConversationUpdated) and e.resolved is not None:
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                return facts.customer_id, frame(at, "conversation.updated",
+                                                VisitorConversationChange(e.conversation_id, e.resolved))
+        if isinstance(e, ev.MessageRead) and e.actor is not None and e.actor.kind != "customer":
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                message = await self.store.first_async(e.message_id)
+                if message is not None and message.event.sender == "customer":
+                    return facts.customer_id, frame(at, "message.read",
+                                                    VisitorMessageSeen(e.message_id, e.conversation_id, e.at))
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):

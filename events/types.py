@@ -91,6 +91,26 @@ class WebsiteUpdated(Event, frozen=True):
     allowed_origins: list[str]
 
 
+@public("website_id", "brand_color", "title", "welcome_message", "away_message", "position", "launcher_label",
+        "help_search", "ratings", "theme", "language")
+class WebsiteWidgetConfigured(Event, frozen=True):
+    """How the website's widget and mascot look and speak, all of it as it is after a change (the brand color
+    is the website's own, which `WebsiteUpdated` may change too)."""
+
+    website_id: uuid.UUID
+    brand_color: str
+    # the texts: None shows the widget's own words in the visitor's language (web/core/i18n.js)
+    title: str | None
+    welcome_message: str | None
+    away_message: str | None
+    position: str  # left or right
+    launcher_label: str | None  # None: the launcher is its icon alone
+    help_search: bool
+    ratings: bool
+    theme: str  # light, dark or auto (the visitor's system)
+    language: str  # the default of the catalogues in web/core/i18n/
+
+
 @public("website_id")  # that it happened, never the secret
 class WebsiteIdentitySecretRotated(Event, frozen=True):
     """The website's identity secret was replaced: signatures made with the former one stop verifying."""
@@ -344,6 +364,14 @@ class ChatSessionStarted(Event, frozen=True):
     website_id: uuid.UUID
     customer_id: uuid.UUID
     token_hash: str
+
+
+@public("session_id", "customer_id")
+class ChatSessionEnded(Event, frozen=True):
+    """The visitor signed out on their browser (`["reset"]`): the session's token stops working at once."""
+
+    session_id: uuid.UUID
+    customer_id: uuid.UUID
 
 
 @public("customer_id", "values")
@@ -1069,6 +1097,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     NotificationsRead,
     NotificationPreferencesSet,
     BusinessHoursSet,
+    WebsiteWidgetConfigured,
+    ChatSessionEnded,
     ConversationAssigned,
     ConversationLabelsChanged,
     ConversationPrioritySet,

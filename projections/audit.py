@@ -63,6 +63,7 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.OrganizationCreated: Audited("organization.created", "organization", "org_id"),
     ev.WebsiteCreated: Audited("website.created", "website", "website_id"),
     ev.WebsiteUpdated: Audited("website.updated", "website", "website_id"),
+    ev.WebsiteWidgetConfigured: Audited("website.widget_configured", "website", "website_id"),
     ev.WebsiteIdentitySecretRotated: Audited("website.identity_secret_rotated", "website", "website_id"),
     ev.WebsiteAssignmentConfigured: Audited("website.assignment_configured", "website", "website_id"),
     ev.OperatorCreated: Audited("operator.created", "operator", "operator_id"),
@@ -132,7 +133,8 @@ AUDITED: dict[type[ev.Event], Audited] = {
 # the team's replies and flags), the store's bookkeeping, the workers' progress.
 NOT_AUDITED: frozenset[type[ev.Event]] = frozenset({
     ev.NameReserved, ev.ConversationCreated, ev.ConversationUpdated, ev.ConversationMetadataSet,
-    ev.MessageCreated, ev.MessageRead, ev.ChatSessionStarted, ev.CustomerMetadataSet, ev.MetadataPending,
+    ev.MessageCreated, ev.MessageRead, ev.ChatSessionStarted, ev.ChatSessionEnded, ev.CustomerMetadataSet,
+    ev.MetadataPending,
     ev.MetadataPendingTaken, ev.ChatContextSet, ev.MessageRated, ev.MessageReactionsChanged, ev.SandboxJobCreated,
     ev.AgentActionOffered, ev.AgentActionResult, ev.AgentRunEnded, ev.CampaignRecipients, ev.CampaignBatchSent,
     ev.CampaignCompleted,

@@ -11,6 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from events import types as ev
+from events.store import CREDENTIAL_GENERATION
 from projections.handlers import ReadModel
 
 DDL = """
@@ -21,6 +22,8 @@ CREATE TABLE IF NOT EXISTS rm_chat_context (
     session_id uuid PRIMARY KEY, org_id uuid NOT NULL, website_id uuid NOT NULL, customer_id uuid NOT NULL,
     readables jsonb NOT NULL, actions jsonb NOT NULL, updated_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_chat_context_customer ON rm_chat_context (customer_id, updated_at DESC);
+-- a session its visitor ended (signed out): its token no longer signs anyone in
+ALTER TABLE rm_chat_sessions ADD COLUMN IF NOT EXISTS ended_at timestamptz;
 """
 
 
@@ -29,6 +32,12 @@ async def _session(conn, e: ev.ChatSessionStarted) -> None:
         "INSERT INTO rm_chat_sessions (token_hash, session_id, org_id, website_id, customer_id, created_at) "
         "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
         (e.token_hash, e.session_id, e.org_id, e.website_id, e.customer_id, e.at))
+
+
+async def _session_ended(conn, e: ev.ChatSessionEnded) -> None:
+    await conn.execute("UPDATE rm_chat_sessions SET ended_at = %s WHERE session_id = %s", (e.at, e.session_id))
+    # processes that keep the principal they looked up look it up again; appends checked before now are refused
+    await conn.execute(f"UPDATE {CREDENTIAL_GENERATION} SET generation = generation + 1")
 
 
 async def _context(conn, e: ev.ChatContextSet) -> None:
@@ -43,7 +52,7 @@ async def _context(conn, e: ev.ChatContextSet) -> None:
 
 class ChatProjection(ReadModel):
     name, ddl, tables = "chat", DDL, ("rm_chat_sessions", "rm_chat_context")
-    handlers = {ev.ChatSessionStarted: _session, ev.ChatContextSet: _context}
+    handlers = {ev.ChatSessionStarted: _session, ev.ChatSessionEnded: _session_ended, ev.ChatContextSet: _context}
 
 
 class VisitorContext(msgspec.Struct, rename="camel"):

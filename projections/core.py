@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 from psycopg.types.json import Jsonb
 
+from commands.deciders.website import WIDGET_FIELDS
 from events import types as ev
 from events.store import CREDENTIAL_GENERATION
 from projections import workflow
@@ -28,6 +29,8 @@ CREATE TABLE IF NOT EXISTS rm_websites (
 CREATE INDEX IF NOT EXISTS rm_websites_org ON rm_websites (org_id, id);
 -- Columns later versions added: a read model made by an earlier one gains them (and replays nothing).
 ALTER TABLE rm_websites ADD COLUMN IF NOT EXISTS allowed_origins text[] NOT NULL DEFAULT '{}';
+-- the widget's settings but the brand color, as WebsiteWidgetConfigured names them; null until configured
+ALTER TABLE rm_websites ADD COLUMN IF NOT EXISTS widget jsonb;
 CREATE TABLE IF NOT EXISTS rm_operators (
     id uuid PRIMARY KEY, org_id uuid NOT NULL, email text NOT NULL UNIQUE, password_hash text NOT NULL,
     created_at timestamptz NOT NULL);
@@ -191,6 +194,12 @@ async def _website(conn, e: ev.WebsiteCreated) -> None:
 async def _website_updated(conn, e: ev.WebsiteUpdated) -> None:
     await conn.execute("UPDATE rm_websites SET brand_color = %s, allowed_origins = %s WHERE id = %s",
                        (e.brand_color, e.allowed_origins, e.website_id))
+
+
+async def _widget_configured(conn, e: ev.WebsiteWidgetConfigured) -> None:
+    widget = {name: getattr(e, name) for name in WIDGET_FIELDS}
+    await conn.execute("UPDATE rm_websites SET brand_color = %s, widget = %s WHERE id = %s",
+                       (e.brand_color, Jsonb(widget), e.website_id))
 
 
 async def _identity_secret_rotated(conn, e: ev.WebsiteIdentitySecretRotated) -> None:
@@ -480,6 +489,7 @@ HANDLERS: dict[type, Handler] = {
     ev.OrganizationCreated: _organization,
     ev.WebsiteCreated: _website,
     ev.WebsiteUpdated: _website_updated,
+    ev.WebsiteWidgetConfigured: _widget_configured,
     ev.WebsiteIdentitySecretRotated: _identity_secret_rotated,
     ev.OperatorCreated: _operator,
     ev.OperatorTokenIssued: _token_issued,

@@ -16,13 +16,13 @@ from readapi.routes import (accounts, agent, assignment, attachments, audit, ava
                             canned_responses, chat, conversation_flags, conversation_history, conversation_search,
                             docs, documents, events, health, hours, mail, message_feedback, notifications, operators,
                             pets, realtime, reports, resources, sandbox, sso, team, two_factor, web_files, webhooks,
-                            workflow, workspace)
+                            widget, workflow, workspace)
 from readapi.services import Services
 
 ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
                  realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
                  health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail, attachments, conversation_search,
-                 canned_responses, workflow, assignment, notifications, hours]
+                 canned_responses, workflow, assignment, notifications, hours, widget]
 
 
 def create_app(services: Services, mounted: MountedApp | None = None,

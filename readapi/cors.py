@@ -19,7 +19,7 @@ from projections.views.websites import allowed_origins
 from readapi.services import services
 
 VISITOR_PATH = re.compile(r"^/api/chat/|^/api/messages/[^/]+/(rating|reaction/customer)$")
-ALLOW_METHODS = b"GET, POST, PUT"
+ALLOW_METHODS = b"GET, POST, PUT, DELETE"
 ALLOW_HEADERS = b"Authorization, Content-Type, Last-Event-ID, API-Version"
 EXPOSE_HEADERS = b"API-Version, Parley-Position, RateLimit, RateLimit-Policy, Retry-After"
 PREFLIGHT_MAX_AGE = b"600"

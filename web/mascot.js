@@ -1,7 +1,9 @@
-// Parley's mascot: a pet at the page's edge that opens a small chat bubble; same session, queue and
-// transcript as the widget (parley-core.js). Install:
+// Parley's mascot: a pet at the page's edge that opens a small chat bubble; same session, queue,
+// transcript, settings and panel (titled with the website's title, with help search and the satisfaction
+// prompt) as the widget (parley-core.js). Install:
 //   <script>window.$parley = []; window.PARLEY_WEBSITE_ID = "…";
-//           window.PARLEY_MASCOT = {websiteId: "…", brandColor: "#4f46e5", pet: {id, name, spritesheet}};</script>
+//           window.PARLEY_MASCOT = {websiteId: "…", pet: {id, name, spritesheet}};</script>
+// (`brandColor` in PARLEY_MASCOT overrides the website's colour, as `setBrandColor` does.)
 //   <script async src="{base_url}/mascot.js"></script>
 // The pet is an atlas of 8 x 11 cells of 192x208 (pets/atlas.json, fetched with the core): rows 0-8 are
 // states, 9-10 look directions.
@@ -25,13 +27,14 @@
     var CSS = [
       // bottom left: the widget's launcher holds the bottom right when both are on a page
       ":host{left:16px!important;bottom:12px!important}",
+      // with the widget's launcher set to the left, the pet takes the right
+      ":host([data-position=left]){right:16px!important;left:auto!important}",
       ".pet{display:block;width:" + CELL_W * SHOWN + "px;height:" + CELL_H * SHOWN + "px;background-repeat:no-repeat;",
       "background-size:" + ATLAS_W * SHOWN + "px " + ATLAS_H * SHOWN + "px;transition:transform 1.2s linear}",
       ".pet.entering{transform:translateX(-140px)}",
       ".bubble{position:absolute;left:0;bottom:" + (CELL_H * SHOWN + 8) + "px;width:min(300px,calc(100vw - 32px));height:min(380px,calc(100vh - 160px));",
-      "background:#fff;border-radius:16px;box-shadow:0 10px 34px rgba(20,24,40,.28);display:flex;flex-direction:column;overflow:hidden}",
-      ".bubble header{display:flex;align-items:center;padding:10px 10px 10px 14px;background:var(--brand);color:#fff}",
-      ".bubble h2{flex:1;font-size:15px;font-weight:700}.bubble header button{color:#fff;padding:2px 8px;border-radius:8px}",
+      "background:var(--panel);border-radius:16px;box-shadow:0 10px 34px rgba(20,24,40,.28);display:flex;flex-direction:column;overflow:hidden}",
+      ".left .bubble{left:auto;right:0}",
     ].join("");
 
     var config = window.PARLEY_MASCOT || {};
@@ -42,14 +45,16 @@
     host.setAttribute("data-parley", "mascot");
     var shadow = host.attachShadow({ mode: "open" });
     var sprite = h("button", { type: "button", class: "pet", "aria-expanded": "false", "aria-controls": "parley-bubble",
-      "aria-label": "Chat with " + name, onclick: function () { toggle(); } });
-    var chat = module.chatView(core, true);
+      onclick: function () { toggle(); } });
+    var view = module.panel(core, "parley-bubble", function () { toggle(false); });
     var bubble = h("div", { class: "bubble", id: "parley-bubble", role: "dialog", "aria-labelledby": "parley-bubble-title", hidden: true },
-      h("header", null, h("h2", { id: "parley-bubble-title" }, name),
-        h("button", { type: "button", "aria-label": "Close chat", onclick: function () { toggle(false); } }, "\u2715")),
-      chat.root);
+      view.head, view.parts[0], view.parts[1]);
     var root = h("div", { class: "root" }, bubble, sprite);
-    shadow.append(h("style", null, module.BASE_CSS + CSS), root);
+    shadow.append(h("style", null, module.BASE_CSS + module.PANEL_CSS + module.HELP_CSS + CSS), root);
+    module.dress(core, root, host);
+    function label() { sprite.setAttribute("aria-label", core.state.i18n.t("chatWith", { name: name })); }
+    core.on("config", label);
+    label();
 
     // --- the artwork: the configured atlas, or the default pet when it does not load or has the wrong size
     var DEFAULT = base + "/pets/default/spritesheet.png";
@@ -131,7 +136,7 @@
     function paint(open) {
       bubble.hidden = !open;
       sprite.setAttribute("aria-expanded", String(open));
-      if (open) chat.focus();
+      if (open) view.focus();
     }
     function toggle(open) {
       open = open === undefined ? bubble.hidden : open;
@@ -145,22 +150,22 @@
     }
     core.on("open", function () { if (!core.has("widget")) paint(core.state.open); });
     core.on("shown", function () { host.hidden = !core.state.shown; });
-    core.on("brand", function () { root.style.setProperty("--brand", core.state.brandColor); });
     root.addEventListener("keydown", function (event) {
       if (event.key === "Escape" && !bubble.hidden) { event.stopPropagation(); toggle(false); }
     });
 
-    root.style.setProperty("--brand", core.state.brandColor);
     host.hidden = !core.state.shown;
     // the host element (not a global) lets a page or a test play a state: host.play("jumping")
     host.play = function (next) { if (STATES[next]) play(next); };
-    document.body.append(host);
-    core.attach("mascot");
-    if (reduced) return play("idle");
-    // it walks in along the bottom edge, then waves
-    sprite.classList.add("entering");
-    play("running-right");
-    requestAnimationFrame(function () { requestAnimationFrame(function () { sprite.classList.remove("entering"); }); });
-    sprite.addEventListener("transitionend", function () { play("waving"); }, { once: true });
+    core.ready.then(function () {
+      document.body.append(host);
+      core.attach("mascot");
+      if (reduced) return play("idle");
+      // it walks in along the bottom edge, then waves
+      sprite.classList.add("entering");
+      play("running-right");
+      requestAnimationFrame(function () { requestAnimationFrame(function () { sprite.classList.remove("entering"); }); });
+      sprite.addEventListener("transitionend", function () { play("waving"); }, { once: true });
+    });
   }
 })();

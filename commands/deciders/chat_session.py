@@ -71,11 +71,18 @@ def binding_stream(website_id: uuid.UUID, binding: tuple[str, str]) -> uuid.UUID
 @dataclass(frozen=True)
 class SessionTarget:
     """What a session binds to: the customer the identity's name reserved (None: none yet), and that
-    customer's state when the session may change it (a signed e-mail address to record)."""
+    customer's state when the session may change it (a signed e-mail address to record); `anonymous`, the
+    anonymous customer whose session this browser held when the visitor signed in."""
 
     website: ev.WebsiteCreated
     bound_customer_id: uuid.UUID | None
     customer: Customer | None
+    anonymous: Customer | None = None
+
+
+def is_anonymous(customer: Customer, website_id: uuid.UUID) -> bool:
+    """A visitor nobody vouched for yet: no user id, no address, of this website."""
+    return customer.created.website_id == website_id and customer.user_id is None and customer.email is None
 
 
 def decide_start_session(target: SessionTarget, identity: Identity, *, customer_id: uuid.UUID,
@@ -85,7 +92,17 @@ def decide_start_session(target: SessionTarget, identity: Identity, *, customer_
     `customer_id` names the customer a new one would be."""
     website, binding = target.website, identity.binding
     org_id, pending = website.org_id, []
-    if target.bound_customer_id is None:
+    anonymous = target.anonymous
+    if target.bound_customer_id is None and binding and anonymous and is_anonymous(anonymous, website.website_id):
+        # the visitor signed in during the chat: the anonymous customer becomes the identified one, so
+        # their conversations, transcript and metadata stay theirs, and the team's replies still reach them
+        customer_id = anonymous.created.customer_id
+        pending.append(Pending(binding_stream(website.website_id, binding), 1, ev.NameReserved(
+            org_id=org_id, at=at, kind=binding[0], value=f"{website.website_id}:{binding[1]}", owner_id=customer_id)))
+        changes = {"userId": identity.user_id, "email": identity.email}
+        pending += anonymous.follow(ev.CustomerUpdated(org_id=org_id, at=at, customer_id=customer_id,
+                                                       changes={k: v for k, v in changes.items() if v is not None}))
+    elif target.bound_customer_id is None:
         if binding:
             pending.append(Pending(binding_stream(website.website_id, binding), 1, ev.NameReserved(
                 org_id=org_id, at=at, kind=binding[0], value=f"{website.website_id}:{binding[1]}",

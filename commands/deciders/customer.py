@@ -19,17 +19,19 @@ from events.store import Pending, Recorded
 class Customer(Folded):
     created: ev.CustomerCreated
     email: str | None = None
+    user_id: str | None = None
     held_metadata: dict[str, str] = field(default_factory=dict)  # what `setMetadata` held for the next conversation
 
 
 def fold_customer(history: list[Recorded]) -> Customer:
     created = history[0].event
     assert isinstance(created, ev.CustomerCreated)
-    state = Customer(created.customer_id, history[-1].version, created, email=created.email)
+    state = Customer(created.customer_id, history[-1].version, created, email=created.email, user_id=created.user_id)
     for recorded in history[1:]:
         event = recorded.event
-        if isinstance(event, ev.CustomerUpdated) and "email" in event.changes:
-            state.email = event.changes["email"]
+        if isinstance(event, ev.CustomerUpdated):
+            state.email = event.changes.get("email", state.email)
+            state.user_id = event.changes.get("userId", state.user_id)
         elif isinstance(event, ev.MetadataPending):
             state.held_metadata = merged(state.held_metadata, event.values)
         elif isinstance(event, ev.MetadataPendingTaken):

@@ -1,5 +1,5 @@
-"""A website: its settings (brand color, the origins its visitors' pages may call from) and its
-identity secret. `website_state` is the one fold of a website's stream, for the dashboard's commands and
+"""A website: its settings (brand color, the origins its visitors' pages may call from, its widget's) and
+its identity secret. `website_state` is the one fold of a website's stream, for the dashboard's commands and
 for the visitor's sign-in."""
 
 from __future__ import annotations
@@ -10,15 +10,33 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Struct, UnsetType, structs
 
-from commands.admin import check_brand_color
+from commands.admin import DEFAULT_BRAND_COLOR, check_brand_color
 from commands.errors import Invalid
 from commands.streams import Folded
 from events import types as ev
 from events.store import Pending, Recorded
 
 ORIGIN_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$")  # what urlsplit leaves of a host name or address
+
+
+class Widget(Struct, frozen=True, kw_only=True):
+    """The widget's settings but the brand color (the website's own); a text left None is the widget's own
+    words in the visitor's language."""
+
+    title: str | None = None
+    welcome_message: str | None = None
+    away_message: str | None = None
+    position: str = "right"
+    launcher_label: str | None = None
+    help_search: bool = True
+    ratings: bool = True
+    theme: str = "light"
+    language: str = "en"
+
+
+WIDGET_FIELDS = Widget.__struct_fields__
 
 
 @dataclass
@@ -28,6 +46,7 @@ class WebsiteState(Folded):
     allowed_origins: list[str]
     identity_secret: str  # sealed (or, stored before sealing, in the clear): events/sealing.py
     assignment: ev.WebsiteAssignmentConfigured | None = None  # None: off, as every website starts
+    widget: Widget = Widget()
 
 
 def website_state(history: list[Recorded]) -> WebsiteState | None:
@@ -35,18 +54,18 @@ def website_state(history: list[Recorded]) -> WebsiteState | None:
     if not history or not isinstance(history[0].event, ev.WebsiteCreated):
         return None
     created = history[0].event
-    brand_color, origins, identity_secret = created.brand_color, [], created.identity_secret
+    brand_color, origins, identity_secret, widget = created.brand_color, [], created.identity_secret, Widget()
     assignment = None
     for recorded in history[1:]:
         e = recorded.event
         if isinstance(e, ev.WebsiteUpdated):
             brand_color, origins = e.brand_color, e.allowed_origins
+        elif isinstance(e, ev.WebsiteWidgetConfigured):
+            brand_color, widget = e.brand_color, Widget(**{name: getattr(e, name) for name in WIDGET_FIELDS})
         elif isinstance(e, ev.WebsiteIdentitySecretRotated):
             identity_secret = e.identity_secret
-        elif isinstance(e, ev.WebsiteAssignmentConfigured):
-            assignment = e
-    return WebsiteState(created.website_id, history[-1].version, created, brand_color, origins, identity_secret,
-                        assignment)
+    brand_color, origins, identity_secret, widget = created.brand_color, [], created.identity_secret, Widget()
+    assignment = None
 
 
 def normalized_origin(raw: str) -> str:
@@ -78,6 +97,20 @@ def decide_settings(website: WebsiteState, at: datetime, *, brand_color: str | N
         return []
     return website.follow(ev.WebsiteUpdated(org_id=website.created.org_id, at=at, website_id=website.created.website_id,
                                             brand_color=brand_color, allowed_origins=origins))
+
+
+def decide_widget(website: WebsiteState, at: datetime, brand_color: str | UnsetType, changes: dict) -> list[Pending]:
+    """The widget's settings with `changes` (and the brand color, when given); nothing when they are what the
+    website has. The shape the route decodes has checked each value."""
+    if brand_color is not UNSET:
+        check_brand_color(brand_color)
+    color = (website.brand_color or DEFAULT_BRAND_COLOR) if brand_color is UNSET else brand_color
+    widget = structs.replace(website.widget, **changes)
+    if (color, widget) == (website.brand_color, website.widget):
+        return []
+    return website.follow(ev.WebsiteWidgetConfigured(org_id=website.created.org_id, at=at,
+                                                     website_id=website.created.website_id, brand_color=color,
+                                                     **structs.asdict(widget)))
 
 
 def decide_rotate_identity_secret(website: WebsiteState, identity_secret: str, at: datetime) -> list[Pending]:

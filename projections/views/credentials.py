@@ -29,7 +29,7 @@ STANDING = {
     "operator": ("rm_operator_tokens c JOIN rm_operator_orgs m ON m.operator_id = c.operator_id "
                  "AND m.org_id = c.org_id AND m.status = 'active' WHERE NOT c.revoked "
                  "AND (c.expires_at IS NULL OR c.expires_at > now())", "token_id"),
-    "chat": ("rm_chat_sessions c WHERE true", "session_id"),
+    "chat": ("rm_chat_sessions c WHERE c.ended_at IS NULL", "session_id"),
 }
 
 

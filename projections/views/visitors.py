@@ -33,7 +33,7 @@ class ChatConversation(msgspec.Struct, rename={"id": "_id", "website_id": "websi
 
 class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "sender": "from",
                                           "reply_to": "replyToMessageId", "creation_time": "creationTime",
-                                          "rating_time": "ratingTime"}):
+                                          "rating_time": "ratingTime", "read_at": "readAt"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     content: str
@@ -49,6 +49,7 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     # campaign, an API key): never the e-mail address
     operator: OperatorIdentity | None
     attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
+    read_at: datetime | None = None  # when the team first read the visitor's message ("seen")
 
 
 class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId",
@@ -59,6 +60,7 @@ class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "u
     phone: str | None
     user_id: str | None
     unverified_email: str | None  # what the visitor typed (`PUT /api/chat/profile` {email}), never checked
+    language: str | None  # the widget's language, which it stores here for the team
 
 
 class VisitorReactions(msgspec.Struct, rename="camel"):
@@ -75,11 +77,13 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
                   "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions, m.operator_id, "
-                  f"{profile_column('m.operator_id')}, m.attachments FROM rm_messages m")
+                  f"{profile_column('m.operator_id')}, m.attachments, CASE WHEN m.sender = 'customer' THEN m.read_at END "
+                  "FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
-    return ChatMessage(*row[:-4], visible_reactions(row[-4]), identity_of_row(row[-3], row[-2]), stored_views(row[-1]))
+    return ChatMessage(*row[:-5], visible_reactions(row[-5]), identity_of_row(row[-4], row[-3]), stored_views(row[-2]),
+                       row[-1])
 
 
 async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,
@@ -128,6 +132,7 @@ def chat_message_of(e: ev.MessageCreated, operator: OperatorIdentity | None = No
 async def visitor_profile(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID) -> Profile:
     """The visitor's own customer record, as their profile shows it."""
     row = await (await conn.execute(
-        "SELECT id, email, nickname, phone, user_id, unverified_email FROM rm_customers WHERE id = %s AND org_id = %s",
+        "SELECT id, email, nickname, phone, user_id, unverified_email, language FROM rm_customers "
+        "WHERE id = %s AND org_id = %s",
         (customer_id, org_id))).fetchone()
     return Profile(*row)

@@ -7,17 +7,18 @@ import uuid
 from functools import partial
 
 import msgspec
-from litestar import Request, Response, get, post, put
+from litestar import Request, Response, delete, get, post, put
 
 from commands import chat
-from commands.admin import Created
-from commands.errors import Invalid, NotFound
+from commands.admin import Created, hash_secret
+from commands.errors import Invalid, NotFound, Unauthorized
 from commands.principal import Principal
 from events.ids import parse_id
 from readapi.auth import PUBLIC, VISITOR, Auth, Authenticated, Decoded, with_principal
 from readapi.cors import check_origin
 from readapi.openapi import ID, describe, query
 from readapi.services import caught_up, json_response, run_command, services, written
+from projections.views.credentials import principal_of
 from projections.views.visitors import (ChatConversation, ChatMessage, Profile, chat_message_of, current_conversation,
                                         visitor_conversations, visitor_messages, visitor_profile)
 
@@ -47,15 +48,42 @@ async def fresh(request: Request, principal: Principal, created: Created | None)
 @describe("Start a visitor's chat session", PUBLIC, body=chat.SessionStart, answer=SessionCreated, position=True,
           errors=(401, 404), example={"websiteId": "7d1c0a52-3f0e-4a57-9a39-4d2b1f6c9e10"},
           description="A signed-in visitor also sends `userId` and its `signature` (HMAC-SHA256 with the "
-                      "website's identity secret); 401 when the signature does not match.",
+                      "website's identity secret); 401 when the signature does not match. A visitor who signs in "
+                      "during a chat also sends `sessionToken`, the anonymous session the browser holds: when "
+                      "nobody holds that identity yet, its customer becomes the identified one, keeping its "
+                      "conversations (401 when `sessionToken` is no session of this website).",
           operation_id="createChatSession")
 @post("/api/chat/sessions", status_code=200)
 async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -> Response:
-    await check_origin(request, parse_id(payload.website_id))
-    session = await run_command(request, chat.start_session, services(request).sealer, payload)
+    website_id = parse_id(payload.website_id)
+    await check_origin(request, website_id)
+    anonymous = None
+    if payload.session_token is not None:
+        async with services(request).pool.connection() as conn:
+            found = await principal_of(conn, "chat", hash_secret(payload.session_token))
+        if found is None or found[0].website_id != website_id:
+            raise Unauthorized("sessionToken is not a session of this website", "sessionToken")
+        anonymous = found[0].customer_id
+    session = await run_command(request, chat.start_session, services(request).sealer, payload, anonymous)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))
     return json_response(SessionCreated(session.token, session.customer_id), created)
+
+
+class SessionEnded(msgspec.Struct, rename="camel"):
+    session_id: uuid.UUID
+    ended: bool
+
+
+@describe("End the visitor's session (sign-out on a shared device)", VISITOR, answer=SessionEnded,
+          description="The widget's `[\"reset\"]`: the session's token stops working at once (401 after), on every "
+                      "API process and for its open realtime streams; the visitor's next session is a new "
+                      "anonymous one.", operation_id="endChatSession")
+@delete("/api/chat/session", status_code=200)
+async def end_session(request: Request, principal: Authenticated) -> Response:
+    created = await run_command(request, chat.end_session, principal)
+    await written(request, created, ("chat",))
+    return json_response(SessionEnded(created.id, True), created)
 
 
 @describe("Start a conversation as the visitor", VISITOR, body=ConversationStart, body_required=False,
@@ -157,5 +185,5 @@ async def set_context(request: Request, principal: Authenticated, payload: Decod
     return json_response(ContextStored(len(payload.readables), len(payload.actions)), created)
 
 
-ROUTES = [start_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,
+ROUTES = [start_session, end_session, start_conversation, list_visitor_conversations, post_message, transcript, get_profile,
           update_profile, set_metadata, set_context]

@@ -3,7 +3,8 @@
 Authorization header only, so browsers read these with `fetch` streaming rather than `EventSource`.
 A reconnecting client sends `Last-Event-ID` and receives exactly what it missed.
 
-Also the team's typing (`POST /api/conversations/{id}/typing`): a live frame for the visitor, never an event."""
+Also typing, both ways: the team's (`POST /api/conversations/{id}/typing`), a live frame for the visitor, and
+the visitor's (`POST /api/chat/typing`), a live frame for the organization's dashboards; never events."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ LAST_EVENT_ID = header("Last-Event-ID", Annotated[str, msgspec.Meta(pattern="^[0
                        "The id of the last event received: the stream resumes after it.")
 FRAMES = ("Server-Sent Events. The first frame is `retry: 1000`; then each change is an `id:` (its position), "
           "an `event:` naming it and a `data:` JSON object. ")
-LIVE_FRAMES = ("Live frames, without an `id:` and never replayed: `typing` ({conversationId, typing}: the team), "
+LIVE_FRAMES = ("Live frames, without an `id:` and never replayed: `typing` ({conversationId, typing}: the team; "
+               "for operators, `visitor.typing`: the visitor), "
                "`agent.typing` ({conversationId, typing}), `message.delta` ({conversationId, messageId, delta}: "
                "the AI agent's text as it is written; `messageId` is the id of the `message.created` that ends it)")
 
@@ -41,9 +43,16 @@ class TypingUpdate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class TeamTyping(msgspec.Struct, rename="camel"):
-    """The visitor's live `typing` frame."""
+    """The visitor's live `typing` frame, and the dashboards' `visitor.typing`."""
 
     conversation_id: uuid.UUID
+    typing: bool
+
+
+class VisitorTypingUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """`POST /api/chat/typing`: whether the visitor is writing in their conversation."""
+
+    conversation_id: str
     typing: bool
 
 
@@ -130,4 +139,22 @@ async def team_typing(request: Request, principal: Authenticated, payload: Decod
     return Response(b"", status_code=204)
 
 
-ROUTES = [operator_stream, visitor_stream, team_typing]
+@describe("Tell the team whether the visitor is typing", VISITOR, body=VisitorTypingUpdate, status=204, position=False,
+          example={"conversationId": "3e8a1f20-6b7c-4d5e-9f01-2a3b4c5d6e7f", "typing": True},
+          description="Ephemeral: no event is stored. The organization's open dashboards receive a live "
+                      "`visitor.typing` frame ({conversationId, typing}). 404 for a conversation that is not the "
+                      "visitor's. The widget sends `true` at most every 3 s while the visitor types.",
+          operation_id="sendChatTypingIndicator")
+@post("/api/chat/typing", status_code=200)  # the Response below sets 204
+async def visitor_typing(request: Request, principal: Authenticated, payload: Decoded[VisitorTypingUpdate]) -> Response:
+    hub = services(request).hub
+    found = parse_id(payload.conversation_id)
+    facts = found and await hub.conversation_facts(found)
+    if not facts or facts.customer_id != principal.customer_id or facts.operator_only:
+        raise NotFound("conversation not found", "conversationId")
+    await hub.publish(LiveFrame(principal.org_id, None, True, "visitor.typing",
+                                msgspec.Raw(msgspec.json.encode(TeamTyping(found, payload.typing)))))
+    return Response(b"", status_code=204)
+
+
+ROUTES = [operator_stream, visitor_stream, team_typing, visitor_typing]

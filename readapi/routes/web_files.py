@@ -37,8 +37,16 @@ CONTENT_TYPES = {
 # shows an atlas the operator picked, from this browser's memory.
 DASHBOARD_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-                               "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
-                               "frame-ancestors 'none'",
+                               "connect-src 'self'; font-src 'self'; frame-src 'self'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+# The widget's preview, which the dashboard frames: the widget's own code, whose shadow roots carry their
+# style elements (as on a customer's page), so inline style is allowed there, and only there.
+PREVIEW_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'self'",
     "Referrer-Policy": "no-referrer",
 }
 
@@ -116,4 +124,12 @@ async def dashboard_file(request: Request, path: FromPath[str] = "/") -> Respons
     return web_file("app/index.html", request, within="app", extra_headers=DASHBOARD_HEADERS)
 
 
-ROUTES = [root, widget_script, core_script, core_module, mascot_script, pet_file, dashboard_file]
+@BROWSER_CODE
+@get(["/preview", "/preview/{path:path}"])
+async def preview_file(request: Request, path: FromPath[str] = "/") -> Response:
+    """The dashboard's live preview of the widget and the mascot (web/preview/)."""
+    return web_file("preview/" + (path.lstrip("/") or "index.html"), request, within="preview",
+                    extra_headers=PREVIEW_HEADERS)
+
+
+ROUTES = [root, widget_script, core_script, core_module, mascot_script, pet_file, dashboard_file, preview_file]

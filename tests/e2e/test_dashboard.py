@@ -343,7 +343,7 @@ def test_websites_and_reports_pages(dashboard, http, tenant):
                    if w["websiteName"].startswith("docs-site-"))
     card = page.locator(f"section[data-website='{created['websiteName']}']")
     assert created["_id"] in card.locator("pre").first.text_content()
-    card.locator("textarea[id^=origins-]").fill("https://Shop.Example.com")
+    card.get_by_label("Allowed origins").fill("https://Shop.Example.com")
     card.get_by_role("button", name="Save origins").click()
     card.locator("text=Saved.").wait_for()
     assert http.get(f"/api/websites/{created['websiteName']}",

@@ -151,7 +151,7 @@ def test_the_mascot_alone_opens_its_bubble_from_the_queue(page, host_pages, serv
     mascot_page(page, host_pages, server, tenant, "alone", queued=[["sendMessage", "Hello, Pip"]])
     at_rest(page)
     page.evaluate("window.$parley.push(['openChat'])")
-    bubble = page.get_by_role("dialog", name="Pip")
+    bubble = page.get_by_role("dialog", name="Chat with us")  # the website's title, not the pet's name
     eventually(bubble.is_visible)
     eventually(lambda: page.locator("[data-parley=mascot] .log .text").all_text_contents() == ["Hello, Pip"])
     screenshot(page, "mascot-open")

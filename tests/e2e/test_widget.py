@@ -45,7 +45,8 @@ def the_conversation(http, tenant):
 
 
 def transcript_texts(page):
-    return page.locator("[data-parley=widget] .log .text").all_text_contents()
+    """The stored messages the widget shows (not one still being sent)."""
+    return page.locator("[data-parley=widget] .log .msg[data-id] .text").all_text_contents()
 
 
 def wait_text(page, text):
@@ -232,9 +233,13 @@ def gzipped(*names):
 CORE = ("parley-core.js", *sorted(str(path.relative_to(WEB)) for path in (WEB / "core").glob("*.js")), "app/dom.js")
 
 
+# a page loads one language's catalogue besides English (core/i18n.js): counted at the largest
+LARGEST_CATALOGUE = max((str(path.relative_to(WEB)) for path in (WEB / "core" / "i18n").glob("*.js")), key=gzipped)
+
+
 def test_size_budgets_and_no_other_host(page, host_pages, server):
-    assert gzipped("widget.js", *CORE) <= 40 * 1024
-    assert gzipped("mascot.js", *CORE, "pets/atlas.json") <= 25 * 1024
+    assert gzipped("widget.js", *CORE, LARGEST_CATALOGUE) <= 40 * 1024
+    assert gzipped("mascot.js", *CORE, LARGEST_CATALOGUE, "pets/atlas.json") <= 25 * 1024
     tenant = make_tenant(server)
     hosts = set()
     page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
@@ -290,7 +295,7 @@ def widget_message(page, message_id):
     return page.locator(f"[data-parley=widget] .msg[data-id='{message_id}']")
 
 
-def test_rating_and_reacting_in_the_widget_are_stored(page, host_pages, server, http):
+def test_reacting_in_the_widget_is_stored_and_replies_carry_no_rating_icons(page, host_pages, server, http):
     tenant = make_tenant(server)
     page.goto(host_page(host_pages, "feedback", server.base_url, tenant.website_id, queued=[
         ["sendMessage", "Is it in stock?"], ["openChat"]]))
@@ -299,13 +304,15 @@ def test_rating_and_reacting_in_the_widget_are_stored(page, host_pages, server, 
     wait_text(page, "Yes, 3 left.")
     stored = lambda: http.get(f"/api/messages/{answer['_id']}", headers=tenant.operator).json()
     bubble = widget_message(page, answer["_id"])
-    bubble.get_by_role("button", name="Rate this reply happy").click()
-    eventually(lambda: stored()["rating"] == "happy")
-    eventually(lambda: bubble.get_by_role("button", name="Rate this reply happy").get_attribute("aria-pressed") == "true")
-    bubble.get_by_role("button", name="React \U0001F44D").click()
+    # a reply is rated by the satisfaction prompt once resolved, never by icons under it
+    assert bubble.locator(".face").count() == 0 and bubble.get_by_role("button").count() == 1
+    bubble.get_by_role("button", name="React", exact=True).click()
+    bubble.get_by_role("button", name="React with \U0001F44D").click()
     eventually(lambda: [(r["from"], r["emoji"]) for r in stored()["reactions"]] == [("customer", "\U0001F44D")])
     eventually(lambda: bubble.locator(".reactions").text_content() == "\U0001F44D")
-    assert bubble.get_by_role("button", name="React \U0001F44D").get_attribute("aria-pressed") == "true"
+    bubble.get_by_role("button", name="React", exact=True).click()
+    assert bubble.get_by_role("button", name="React with \U0001F44D").get_attribute("aria-pressed") == "true"
+    assert stored()["rating"] is None
 
 
 def test_help_search_shows_published_documents_as_text(page, host_pages, server, http):

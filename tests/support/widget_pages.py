@@ -11,11 +11,12 @@ SNIPPET = """<script>window.$parley = {queued}; window.PARLEY_WEBSITE_ID = {webs
 
 
 def host_page(host_pages, name: str, base: str, website_id, *, queued=(), scripts=("widget.js",), extra: str = "",
-              body: str = "", head: str = "") -> str:
-    """Serves a page that installs the given surfaces with `queued` commands pushed before load."""
+              body: str = "", head: str = "", lang: str | None = "en") -> str:
+    """Serves a page that installs the given surfaces with `queued` commands pushed before load; its
+    `<html lang>` is `lang` (None: no lang attribute)."""
     snippet = "".join(SNIPPET.format(queued=json.dumps(list(queued)), website=json.dumps(str(website_id)),
                                      extra=extra, base=base, script=script) for script in scripts)
-    html = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Shop</title>{head}</head>"
+    html = (f"<!doctype html><html{f' lang={lang}' if lang else ''}><head><meta charset=utf-8><title>Shop</title>{head}</head>"
             f"<body><h1>A customer's shop</h1>{body}{snippet}</body></html>")
     return host_pages.serve(f"/{name}.html", html)
 

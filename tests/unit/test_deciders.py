@@ -233,7 +233,46 @@ def test_the_first_session_of_a_person_reserves_them_and_later_ones_bind_to_them
     assert [type(e) for e in anonymous] == [ev.CustomerCreated, ev.ChatSessionStarted]
 
 
+def test_signing_in_mid_chat_makes_the_anonymous_customer_the_identified_one():
+    anonymous = customer.fold_customer(history(new_customer()))
+    identity = chat_session.Identity("u1", "ann@example.com")
+    reserved, updated, started = session(chat_session.SessionTarget(WEBSITE_CREATED, None, None, anonymous), identity)
+    assert reserved.owner_id == updated.customer_id == started.customer_id == CUSTOMER
+    assert updated.changes == {"userId": "u1", "email": "ann@example.com"}
+    identified = customer.fold_customer(history(new_customer(), updated))
+    assert (identified.user_id, identified.email) == ("u1", "ann@example.com")
+    # a customer someone vouched for already is never taken over; nor one of another website
+    taken = session(chat_session.SessionTarget(WEBSITE_CREATED, None, None, identified), chat_session.Identity("u2", None))
+    assert [type(e) for e in taken] == [ev.NameReserved, ev.CustomerCreated, ev.ChatSessionStarted]
+    elsewhere = customer.fold_customer(history(ev.CustomerCreated(org_id=ORG, at=AT, customer_id=CUSTOMER,
+                                                                  website_id=uuid.uuid4())))
+    assert not chat_session.is_anonymous(elsewhere, WEBSITE)
+    # an identity bound already keeps its own customer
+    bound = uuid.uuid4()
+    assert session(chat_session.SessionTarget(WEBSITE_CREATED, bound, None, anonymous), chat_session.Identity("u1", None)
+                   )[-1].customer_id == bound
+
+
 # --- websites ---------------------------------------------------------------------------------------------
+
+def test_widget_settings_change_only_when_they_differ_and_keep_the_website_color():
+    state = website.website_state(history(WEBSITE_CREATED))
+    assert state.widget == website.Widget()
+    [configured] = events(website.decide_widget(state, AT, msgspec.UNSET, {"title": "Acme", "position": "left"}))
+    assert (configured.brand_color, configured.title, configured.position, configured.language) == (
+        "#4f46e5", "Acme", "left", "en")  # a website without a colour gets the one default
+    state = website.website_state(history(WEBSITE_CREATED, configured))
+    assert state.brand_color == "#4f46e5" and state.widget.title == "Acme"
+    assert website.decide_widget(state, AT, msgspec.UNSET, {"title": "Acme"}) == []
+    [recoloured] = events(website.decide_widget(state, AT, "#0f766e", {}))
+    assert (recoloured.brand_color, recoloured.title) == ("#0f766e", "Acme")
+    with pytest.raises(Invalid):
+        website.decide_widget(state, AT, "teal", {})
+    # the website's own settings change the colour the widget shows too
+    [updated] = events(website.decide_settings(state, AT, brand_color="#111111"))
+    assert website.website_state(history(WEBSITE_CREATED, configured, updated)).brand_color == "#111111"
+
+
 
 def test_website_settings_change_only_when_they_differ():
     state = website.website_state(history(WEBSITE_CREATED))

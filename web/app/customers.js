@@ -10,6 +10,6 @@ export function customer(id) {
 }
 
 export function customerName(found, id) {
-  return found?.nickname || found?.email || (found?.unverifiedEmail && `${found.unverifiedEmail} (unverified)`) ||
-    `Visitor ${id.slice(-6)}`;
+  return found?.nickname || found?.email || found?.userId ||
+    (found?.unverifiedEmail && `${found.unverifiedEmail} (unverified)`) || `Visitor ${id.slice(-6)}`;
 }

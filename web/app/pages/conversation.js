@@ -60,6 +60,13 @@ class ParleyConversation extends Page {
     this.listen("agent.typing", (detail) => {
       if (this.ready && detail.conversationId === this.conversationId) this.typing.hidden = !detail.typing;
     });
+    // the visitor's typing fades by itself too: the widget repeats `true` every 3 s while they type
+    this.listen("visitor.typing", (detail) => {
+      if (!this.ready || detail.conversationId !== this.conversationId) return;
+      clearTimeout(this.visitorTypingTimer);
+      this.visitorTyping.hidden = !detail.typing;
+      if (detail.typing) this.visitorTypingTimer = setTimeout(() => { this.visitorTyping.hidden = true; }, 6000);
+    });
     this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
       const message = this.messages.get(detail.messageId);
       if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
@@ -140,8 +147,10 @@ class ParleyConversation extends Page {
     this.composer = this.asOf ? h("p", {class: "past-notice", role: "status"}, h("strong", null, "Read only: "),
       `as it was at ${new Date(this.asOf).toLocaleString()}.`) : this.composerView();
     this.typing = h("p", {class: "typing", hidden: true, role: "status"}, "The AI agent is writing…");
+    this.visitorTyping = h("p", {class: "typing visitor-typing", hidden: true, role: "status"}, "The visitor is typing…");
     replace(this, h("div", {class: "conversation-main"}, this.header,
-      h("div", {class: "transcript", role: "log", "aria-label": "Messages"}, this.transcript), this.typing, this.composer),
+      h("div", {class: "transcript", role: "log", "aria-label": "Messages"}, this.transcript), this.typing,
+      this.visitorTyping, this.composer),
       this.profileView());
     this.renderHeader();
     this.transcript.lastElementChild?.scrollIntoView({block: "nearest"});

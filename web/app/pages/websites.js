@@ -1,12 +1,16 @@
-// Websites: create one, its brand color and allowed origins, its identity secret (shown once, rotated on
-// demand), its business hours (website-hours.js), the snippets that install the widget and the mascot with the website id filled in, and the
-// mascot's own pet: an atlas previewed as the mascot plays it and judged by POST /api/pets/validate.
+// Websites: create one, its widget's settings with a live preview (website-widget.js), its allowed origins,
+// its identity secret (shown once, rotated on demand), its business hours (website-hours.js) and automatic
+// assignment (website-assignment.js), the snippets that install the widget and the mascot with the website
+// id filled in, and the mascot's own pet: an atlas previewed as the mascot plays it and judged by
+// POST /api/pets/validate.
 
 import {api} from "../api.js";
 import {Page} from "../page.js";
 import {copyButton, errorBox, field, h, replace, secretOnce, time} from "../dom.js";
 import {assignmentSection} from "./website-assignment.js";
 import {hoursSection} from "./website-hours.js";
+import {DEFAULT_BRAND_COLOR} from "/core/session.js";
+import {widgetSection} from "./website-widget.js";
 
 // the pet atlas format (web/pets/atlas.json), which commands/pets.py validates and mascot.js plays
 const PET = await (await fetch("/pets/atlas.json")).json();
@@ -14,12 +18,13 @@ const PET = await (await fetch("/pets/atlas.json")).json();
 /** `value` as JavaScript string data that is safe inside an HTML script element too (no `</script>`). */
 const jsString = (value) => JSON.stringify(String(value)).replace(/</g, "\\u003c");
 
-/** The install snippets; `pet` ({id, name, spritesheet}) goes in the mascot's only when there is one. */
+/** The install snippets; `pet` ({id, name, spritesheet}) goes in the mascot's only when there is one. Neither
+ * carries the colours or texts: the widget reads the website's settings when it starts. */
 function snippets(website, pet) {
   const base = location.origin;
   const id = jsString(website._id);
   const config = `<script>window.$parley = []; window.PARLEY_WEBSITE_ID = ${id};</script>`;
-  const mascot = [`websiteId: ${id}`, `brandColor: ${jsString(website.brandColor ?? "#3056d3")}`];
+  const mascot = [`websiteId: ${id}`];
   // without a `pet`, the mascot shows the service's default pet
   if (pet) mascot.push(`pet: {id: ${jsString(pet.id)}, name: ${jsString(pet.name)}, spritesheet: ${jsString(pet.spritesheet)}}`);
   return {widget: `${config}\n<script async src="${base}/widget.js"></script>`,
@@ -106,7 +111,7 @@ class ParleyWebsites extends Page {
   show() {
     const name = h("input", {id: "website-name", required: true, pattern: "[a-z0-9][a-z0-9\\-]{1,62}",
                              placeholder: "acme-help"});
-    const color = h("input", {id: "website-color", type: "color", value: "#3056d3"});
+    const color = h("input", {id: "website-color", type: "color", value: DEFAULT_BRAND_COLOR});
     this.notice = h("div", {"aria-live": "polite"});
     const form = h("form", {class: "card", onsubmit: async (event) => {
       event.preventDefault();
@@ -135,7 +140,6 @@ class ParleyWebsites extends Page {
 
   card(website) {
     const status = h("div", {"aria-live": "polite"});
-    const color = h("input", {type: "color", value: website.brandColor ?? "#3056d3", id: `color-${website._id}`});
     const origins = h("textarea", {rows: "3", id: `origins-${website._id}`, placeholder: "https://www.example.com"});
     origins.value = website.allowedOrigins.join("\n");
     const save = async (body) => {
@@ -151,18 +155,17 @@ class ParleyWebsites extends Page {
     const {widget, mascot} = snippets(website);
     const mascotCode = h("code", {class: "mascot-snippet"}, mascot);
     const swatch = h("span", {class: "swatch"});
-    swatch.style.background = website.brandColor ?? "transparent"; // CSSOM, which the CSP allows
+    const paintSwatch = () => { swatch.style.background = website.brandColor ?? DEFAULT_BRAND_COLOR; }; // CSSOM, which the CSP allows
+    paintSwatch();
     return h("section", {class: "card", "data-website": website.websiteName},
       h("h2", null, swatch, " ", website.websiteName),
       h("p", null, "Website id ", h("code", null, website._id), " ", copyButton(website._id, "Copy id")),
-      h("div", {class: "grid2"},
-        h("form", {onsubmit: (e) => { e.preventDefault(); save({brandColor: color.value}); }},
-          field("Brand color", color), h("button", {type: "submit", class: "secondary"}, "Save color")),
-        h("form", {onsubmit: (e) => {
-          e.preventDefault();
-          save({allowedOrigins: origins.value.split(/\s+/).filter(Boolean)});
-        }}, field("Allowed origins", origins, "One per line. Empty: the widget works on any site."),
-          h("button", {type: "submit", class: "secondary"}, "Save origins"))),
+      widgetSection(website, (saved) => { website.brandColor = saved.brandColor; paintSwatch(); }),
+      h("form", {onsubmit: (e) => {
+        e.preventDefault();
+        save({allowedOrigins: origins.value.split(/\s+/).filter(Boolean)});
+      }}, field("Allowed origins", origins, "One per line. Empty: the widget works on any site."),
+        h("button", {type: "submit", class: "secondary"}, "Save origins")),
       status,
       assignmentSection(website),
       h("h3", null, "Install the chat widget"), h("pre", null, h("code", null, widget)), copyButton(widget, "Copy snippet"),

@@ -64,8 +64,10 @@ def website_state(history: list[Recorded]) -> WebsiteState | None:
             brand_color, widget = e.brand_color, Widget(**{name: getattr(e, name) for name in WIDGET_FIELDS})
         elif isinstance(e, ev.WebsiteIdentitySecretRotated):
             identity_secret = e.identity_secret
-    brand_color, origins, identity_secret, widget = created.brand_color, [], created.identity_secret, Widget()
-    assignment = None
+        elif isinstance(e, ev.WebsiteAssignmentConfigured):
+            assignment = e
+    return WebsiteState(created.website_id, history[-1].version, created, brand_color, origins, identity_secret,
+                        assignment, widget)
 
 
 def normalized_origin(raw: str) -> str:

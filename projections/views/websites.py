@@ -5,7 +5,7 @@ the widget starts with them (with whether the team is online)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 
 import msgspec
 import psycopg
@@ -13,6 +13,7 @@ import psycopg
 from commands.admin import DEFAULT_BRAND_COLOR
 from commands.deciders.website import WIDGET_FIELDS, Widget
 from projections.views.availability import anyone_online
+from projections.views.business_hours import open_state, website_hours
 
 
 async def allowed_origins(conn: psycopg.AsyncConnection, website_id: uuid.UUID) -> list[str]:
@@ -67,10 +68,12 @@ async def widget_settings(conn: psycopg.AsyncConnection, org_id: uuid.UUID, webs
 
 async def chat_config(conn: psycopg.AsyncConnection, website_id: uuid.UUID) -> ChatConfig | None:
     """The widget's start-up settings; None for no website. `online`: an operator of the team is (their
-    availability, projections/views/availability.py). Every hour is open until business hours exist."""
+    availability, projections/views/availability.py); `open` and `nextOpenAt`: its business hours now
+    (projections/views/business_hours.py; every hour is open until they are set)."""
     row = await (await conn.execute("SELECT org_id, brand_color, widget FROM rm_websites WHERE id = %s",
                                     (website_id,))).fetchone()
     if row is None:
         return None
     online = await anyone_online(conn, row[0], website_id)
-    return ChatConfig(**_widget(row[1], row[2]), open=True, next_open_at=None, online=online)
+    hours = open_state(await website_hours(conn, website_id), datetime.now(timezone.utc))
+    return ChatConfig(**_widget(row[1], row[2]), open=hours.open, next_open_at=hours.next_open_at, online=online)

@@ -7,6 +7,7 @@ page events, and accessibility and screenshots of each state."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 
 from tests.e2e.test_dashboard import Dashboard, context  # noqa: F401 - fixture
 from tests.e2e.test_widget import conversations_of, free_port, reply, restartable, the_conversation, transcript_texts, wait_text  # noqa: F401
@@ -310,3 +311,28 @@ def test_the_away_message_shows_while_nobody_of_the_team_is_online(page, host_pa
     at_the_dashboard(http, tenant)
     page.reload()
     page.locator(f"{WIDGET} .empty", has_text="Hi, we are here.").wait_for()
+
+
+def test_outside_business_hours_the_visitor_sees_when_the_team_is_back_and_leaves_an_address(
+        page, host_pages, server, http, axe_script):
+    """Closed all week but one hour on a day not today (operators online all the same): the widget is away,
+    says when the team is back, and takes the visitor's address as their unverified contact."""
+    tenant = make_tenant(server)
+    at_the_dashboard(http, tenant)
+    today = datetime.now(timezone.utc).strftime("%a").lower()[:3]
+    other = next(day for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun") if day != today)
+    hours = http.put(f"/api/websites/{tenant.website_name}/hours", headers=tenant.operator,
+                     json={"timezone": "UTC", "weekly": {other: [["09:00", "10:00"]]}, "holidays": []})
+    assert hours.status_code == 200, hours.text
+    config = http.get("/api/chat/config", params={"websiteId": str(tenant.website_id)}).json()
+    assert config["open"] is False and config["nextOpenAt"]
+    page.goto(host_page(host_pages, "closed", server.base_url, tenant.website_id, queued=[["openChat"]]))
+    page.locator(f"{WIDGET} .away-box .opens").wait_for()
+    assert_accessible(page, axe_script, WIDGET)
+    page.locator(f"{WIDGET} .contact input").fill("night.owl@example.com")
+    page.locator(f"{WIDGET} .contact button").click()
+    page.locator(f"{WIDGET} .contact-saved", has_text="night.owl@example.com").wait_for()
+    customer_id = stored_session(page, tenant.website_id)["customerId"]
+    customer = eventually(lambda: (c := http.get(f"/api/customers/{customer_id}", headers=tenant.operator).json())
+                          .get("unverifiedEmail") and c)
+    assert customer["unverifiedEmail"] == "night.owl@example.com" and customer["email"] is None

@@ -116,7 +116,20 @@ export function chatView(core) {
     const { config } = core.state;
     const away = !config.open || !config.online;
     const text = away ? config.awayMessage || t("away") : config.welcomeMessage || t("welcome");
-    return h("p", { class: "empty" + (away ? " away" : "") }, text);
+    const greeting = h("p", { class: "empty" + (away ? " away" : "") }, text);
+    return away ? h("div", { class: "away-box" }, greeting, config.nextOpenAt &&
+      h("p", { class: "opens" }, t("opensAt", { when: core.state.i18n.exact(config.nextOpenAt) })), contactForm()) : greeting;
+  }
+
+  // While the team is away, the visitor may leave an address to hear back at: kept as their unverified
+  // contact (never their identity), as an unsigned `setUserEmail` is.
+  function contactForm() {
+    if (core.state.contact) return h("p", { class: "contact-saved", role: "status" }, t("emailSaved", { email: core.state.contact }));
+    const input = h("input", { type: "email", id: id + "-contact", required: true, autocomplete: "email" });
+    return h("form", { class: "contact", onsubmit: (event) => {
+      event.preventDefault();
+      core.leaveEmail(input.value.trim()).catch((e) => core.warn("saving the address failed: " + e.message));
+    } }, h("label", { for: id + "-contact" }, t("leaveEmail")), input, h("button", { type: "submit" }, t("saveEmail")));
   }
 
   function render() {

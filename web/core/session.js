@@ -232,7 +232,9 @@ function createCore(base) {
 
   // An address the page knows but cannot sign: the visitor's unverified contact, never their identity.
   async function unverifiedEmail(email) {
-    await call("PUT", "/api/chat/profile", { unverifiedEmail: email });
+    await call("PUT", "/api/chat/profile", { email });
+    state.contact = email;
+    emit("messages");
   }
 
   // --- the conversation and its transcript
@@ -594,6 +596,7 @@ function createCore(base) {
     react: (message, emoji) => call("POST", "/api/messages/" + message._id + "/reaction/customer", { websiteId, emoji })
       .then(() => loadTranscript()),
     document: (id) => call("GET", "/api/chat/documents/" + encodeURIComponent(id)),
+    leaveEmail: unverifiedEmail,
     attach(surface) {
       // the first surface to be ready takes over the queue; a second one shares what it did
       surfaces.add(surface);

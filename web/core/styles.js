@@ -35,7 +35,7 @@ button{cursor:pointer}
 .face span:first-child{font-size:22px}
 .author{display:flex;align-items:center;gap:6px;font-size:12px;color:var(--muted)}
 .avatar{width:20px;height:20px;border-radius:50%;object-fit:cover}
-.empty{color:var(--muted);text-align:center;margin:auto 8px}
+.empty{color:var(--muted);text-align:center;margin:auto 8px}.away-box{margin:auto 8px;text-align:center}.away-box .opens{color:var(--muted);font-size:.9em}.contact{display:flex;flex-wrap:wrap;gap:6px;justify-content:center}.contact label{flex-basis:100%}.contact input{flex:1;min-width:0;padding:6px;border:1px solid var(--muted);border-radius:6px;font:inherit}
 .typing{padding:0 12px 6px;color:var(--muted);font-size:12px;background:var(--back)}
 .offline{padding:6px 12px;font-size:12px;background:#fff4d6;color:#5c4300}
 .draft .text::after{content:"\u258D";opacity:.5}

@@ -11,4 +11,6 @@ export default {
   reactWith: "Mit {emoji} reagieren", seen: "Gesehen", notSent: "Nicht gesendet", retry: "Erneut senden",
   offline: "Sie sind offline. Nachrichten werden gesendet, sobald die Verbindung wieder steht.", team: "Team",
   assistant: "Assistent", chatWith: "Mit {name} chatten", done: "erledigt",
+  opensAt: "Wir sind zur\u00FCck am {when}.", leaveEmail: "Ihre E-Mail-Adresse f\u00FCr unsere Antwort", saveEmail: "Speichern",
+  emailSaved: "Danke: Wir antworten Ihnen an {email}.",
 };

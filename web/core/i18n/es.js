@@ -12,4 +12,6 @@ export default {
   reactWith: "Reaccionar con {emoji}", seen: "Visto", notSent: "No enviado", retry: "Reintentar",
   offline: "Est\u00E1s sin conexi\u00F3n. Los mensajes se enviar\u00E1n cuando vuelva la conexi\u00F3n.", team: "Equipo",
   assistant: "Asistente", chatWith: "Habla con {name}", done: "hecho",
+  opensAt: "Volvemos el {when}.", leaveEmail: "Tu correo electr\u00F3nico, para responderte", saveEmail: "Guardar",
+  emailSaved: "Gracias: te responderemos a {email}.",
 };

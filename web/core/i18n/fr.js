@@ -12,4 +12,6 @@ export default {
   reactWith: "R\u00E9agir avec {emoji}", seen: "Vu", notSent: "Non envoy\u00E9", retry: "R\u00E9essayer",
   offline: "Vous \u00EAtes hors ligne. Les messages partiront d\u00E8s le retour de la connexion.", team: "\u00C9quipe",
   assistant: "Assistant", chatWith: "Discuter avec {name}", done: "fait",
+  opensAt: "Nous revenons le {when}.", leaveEmail: "Votre adresse e-mail, pour recevoir notre r\u00E9ponse", saveEmail: "Enregistrer",
+  emailSaved: "Merci\u00A0: nous vous r\u00E9pondrons \u00E0 {email}.",
 };

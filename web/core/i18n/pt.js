@@ -11,4 +11,6 @@ export default {
   thanks: "Obrigado pela sua opini\u00E3o!", react: "Reagir", reactWith: "Reagir com {emoji}", seen: "Visto",
   notSent: "N\u00E3o enviada", retry: "Tentar de novo", offline: "Est\u00E1 offline. As mensagens seguem quando a liga\u00E7\u00E3o voltar.",
   team: "Equipa", assistant: "Assistente", chatWith: "Fale com {name}", done: "feito",
+  opensAt: "Voltamos em {when}.", leaveEmail: "O seu e-mail, para lhe respondermos", saveEmail: "Guardar",
+  emailSaved: "Obrigado: responderemos para {email}.",
 };

@@ -23,7 +23,7 @@ import socket
 import ssl
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import formataddr, formatdate
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -39,6 +39,7 @@ from projections.mail import WAKE_CHANNEL, MailProjection
 from projections.runner import ensure_tables
 from projections.views import mail as outbox
 from projections.views.mail import Claimed
+from projections.views.notifications import preferences
 
 log = logging.getLogger("parley.mail")
 
@@ -326,9 +327,11 @@ class Mailer:
         person = await outbox.operator(conn, operator_id)
         if not person.email:
             raise Skip("the operator has no e-mail address")
-        entries = await outbox.digest(conn, row.recipient, row.source)
+        chosen = await preferences(conn, row.org_id, operator_id)  # the operator's e-mail channel, by kind
+        entries = [replace(entry, kinds=kinds) for entry in await outbox.digest(conn, row.recipient, row.source)
+                   if (kinds := [kind for kind in entry.kinds if chosen[kind].email])]
         if not entries:
-            raise Skip("unsubscribed from everything in this digest")
+            raise Skip("unsubscribed from everything in this digest, or e-mail turned off for its kinds")
         kinds = {kind for entry in entries for kind in entry.kinds}
         unsubscribe = self._unsubscribe(row, kinds.pop() if len(kinds) == 1 else "*")
         website = await outbox.website(conn, row.website_id)

@@ -85,7 +85,7 @@ INSERT INTO mail_outbox (id, org_id, website_id, recipient, kind, source, conver
 SELECT gen_random_uuid(), c.org_id, c.website_id, 'customer:' || c.customer_id, 'reply', %(source)s, c.id,
        %(due)s, %(at)s
 FROM rm_conversations c JOIN rm_customers u ON u.id = c.customer_id
-WHERE c.id = %(conversation)s AND NOT c.operator_only AND u.email IS NOT NULL
+WHERE c.id = %(conversation)s AND NOT c.operator_only AND COALESCE(u.email, u.unverified_email) IS NOT NULL
   AND %(at)s > now() - """ + MAILED_WITHIN + """
 ON CONFLICT (recipient, kind, source) DO NOTHING
 """

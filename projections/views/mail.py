@@ -111,8 +111,8 @@ async def operator(conn: psycopg.AsyncConnection, operator_id: uuid.UUID) -> Per
 
 
 async def customer(conn: psycopg.AsyncConnection, customer_id: uuid.UUID) -> Person:
-    row = await (await conn.execute("SELECT email, nickname FROM rm_customers WHERE id = %s",
-                                    (customer_id,))).fetchone()
+    row = await (await conn.execute("SELECT COALESCE(email, unverified_email), nickname FROM rm_customers "
+                                    "WHERE id = %s", (customer_id,))).fetchone()
     return Person(*row) if row else Person(None, None)
 
 

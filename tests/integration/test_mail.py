@@ -228,3 +228,30 @@ def test_no_mail_while_the_visitor_is_on_the_page_and_a_mention_tells_only_where
         assert "you were mentioned" in text and chatting.conversation_id in text
         assert "hunter2" not in digest.raw.decode()  # a note's text never leaves in a mail
     assert smtp_inbox.to(address) == []
+
+
+def test_an_unverified_address_gets_the_teams_reply_and_a_mention_honours_the_email_channel(
+        mail_server, smtp_inbox):
+    """The visitor's own unverified address (`PUT /api/chat/profile {email}`) is where the team's reply goes;
+    an operator who turned e-mail off for mentions (`PUT /api/operators/me/notifications`) gets no digest."""
+    tenant = make_tenant(mail_server)
+    colleague = tenant.add_operator("agent")
+    address = f"unverified-{uuid.uuid4().hex[:6]}@example.org"
+    with mail_server.client() as http:
+        chatting = Chatting(http, tenant)
+        saved = http.put("/api/chat/profile", headers=chatting.headers, json={"email": address})
+        assert saved.status_code == 200, saved.text
+        turned_off = http.put("/api/operators/me/notifications", headers=colleague.headers,
+                              json={"mention": {"dashboard": True, "desktop": True, "email": False}})
+        assert turned_off.status_code == 200, turned_off.text
+        chatting.say("Are you there?")
+        http.post("/api/messages", headers=tenant.operator, json={
+            "conversationId": chatting.conversation_id, "from": "operator", "content": "Yes, here is the answer"})
+        http.post("/api/messages", headers=tenant.operator, json={
+            "conversationId": chatting.conversation_id, "from": "operator", "internal": True,
+            "content": f"@{colleague.email} have a look"})
+        assert "Yes, here is the answer" in one_to(smtp_inbox, address).part("plain")
+        wait_until(lambda: (rows := outbox_rows(mail_server, f"operator:{colleague.id}"))
+                   and all(status != "pending" for status, _ in rows), timeout=30)
+    mailed = [m.part("plain") for m in smtp_inbox.to(colleague.email)]
+    assert not any("you were mentioned" in text for text in mailed), mailed  # the new conversation may be there

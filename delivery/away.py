@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from commands.hours import post_away_reply
 from events.store import EventStore
-from events.supervision import keep_running
+from events.supervision import keep_running, listen_for_wakes, woken_or_after
 from projections.hours import WAKE_CHANNEL, HoursProjection
 from projections.runner import ensure_tables
 from projections.views.business_hours import away_reply_posted, due_away_replies
@@ -40,29 +39,18 @@ class AwayReplier:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, HoursProjection())
-            listener = asyncio.create_task(self._listen())
+            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
             try:
                 while True:
                     self.wake.clear()
                     while await self._post_due(pool):
                         pass
-                    try:
-                        async with asyncio.timeout(MAX_WAIT_SECONDS):
-                            await self.wake.wait()
-                    except TimeoutError:
-                        pass
+                    await woken_or_after(self.wake, MAX_WAIT_SECONDS)
                     if listener.done():
                         listener.result()  # its connection broke: start again
             finally:
                 listener.cancel()
                 await asyncio.gather(listener, return_exceptions=True)
-
-    async def _listen(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.wake.set()
-            async for _ in conn.notifies():
-                self.wake.set()
 
     async def _post_due(self, pool: AsyncConnectionPool) -> int:
         async with pool.connection() as conn:

@@ -34,8 +34,9 @@ from commands.mail import reply_address, unsubscribe_token
 from delivery import mail_templates as templates
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.sealing import Sealer
-from events.supervision import keep_running
+from events.supervision import keep_running, listen_for_wakes, woken_or_after
 from projections.mail import WAKE_CHANNEL, MailProjection
+from projections.notifications import NotificationsProjection
 from projections.runner import ensure_tables
 from projections.views import mail as outbox
 from projections.views.mail import Claimed
@@ -231,8 +232,9 @@ class Mailer:
         async with AsyncConnectionPool(self.database_url, min_size=1, max_size=2, open=False,
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
-                await ensure_tables(conn, MailProjection(self.digest_seconds))
-            listener = asyncio.create_task(self._listen())
+                # the preferences the digests follow are the notifications read model's
+                await ensure_tables(conn, MailProjection(self.digest_seconds), NotificationsProjection())
+            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
             listener.add_done_callback(lambda _: self.wake.set())
             try:
                 while True:
@@ -247,23 +249,12 @@ class Mailer:
                         await self._mark_sent(conn)
                     if len(claimed) == CLAIM_BATCH:
                         continue
-                    try:
-                        async with asyncio.timeout(min(MAX_WAIT_SECONDS, max(0.0, wait or MAX_WAIT_SECONDS))):
-                            await self.wake.wait()
-                    except TimeoutError:
-                        pass
+                    await woken_or_after(self.wake, min(MAX_WAIT_SECONDS, max(0.0, wait or MAX_WAIT_SECONDS)))
                     if listener.done():
                         listener.result()  # its connection broke: start again
             finally:
                 listener.cancel()
                 await asyncio.gather(listener, return_exceptions=True)
-
-    async def _listen(self) -> None:
-        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as conn:
-            await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-            self.wake.set()
-            async for _ in conn.notifies():
-                self.wake.set()
 
     async def _mark_sent(self, conn: psycopg.AsyncConnection) -> None:
         if self.sent:

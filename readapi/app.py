@@ -19,9 +19,9 @@ from readapi.routes import (accounts, agent, assignment, attachments, audit, ava
                             widget, workflow, workspace)
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
-                 realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
-                 health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail, attachments, conversation_search,
+ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags, realtime,
+                 webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs, health, agent,
+                 pets, team, audit, sso, accounts, avatars, two_factor, mail, attachments, conversation_search,
                  canned_responses, workflow, assignment, notifications, hours, widget]
 
 

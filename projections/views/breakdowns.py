@@ -23,7 +23,7 @@ import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import msgspec
 import psycopg
@@ -31,6 +31,8 @@ import psycopg
 from commands.errors import Invalid
 from commands.principal import Principal
 from projections.views.audit import spreadsheet_cell
+from projections.views.business_hours import BusinessHours, all_hours, business_seconds
+from projections.views.collections import parse_bool
 from projections.views.history_query import parse_time
 from projections.views.reports import MAX_DAYS, website_filter
 
@@ -96,8 +98,11 @@ FACTS = {
     "replies": ("rm_report_messages f", "f.conversation_id", "f.at",
                 "count(*), count(DISTINCT f.conversation_id)", "f.operator_id IS NOT NULL"),
     "first_responses": ("rm_report_conversations f", "f.id", "f.first_response_at",
-                        "array_agg(extract(epoch FROM f.first_response_at - f.first_customer_at)::float8)", "true"),
-    "resolutions": ("rm_report_resolutions f", "f.conversation_id", "f.at", "array_agg(f.seconds)", "true"),
+                        "array_agg(ARRAY[c.website_id::text, f.first_customer_at::text, f.first_response_at::text])",
+                        "true"),
+    "resolutions": ("rm_report_resolutions f", "f.conversation_id", "f.at",
+                    "array_agg(ARRAY[c.website_id::text, (f.at - make_interval(secs => f.seconds))::text, f.at::text])",
+                    "true"),
     "ratings": ("rm_report_messages f", "f.conversation_id", "f.rating_at",
                 "count(*), count(*) FILTER (WHERE f.rating = 'happy')", "f.rating_at IS NOT NULL"),
 }
@@ -126,10 +131,23 @@ async def facts_by_row(conn: psycopg.AsyncConnection, breakdown: Breakdown, args
     return found
 
 
-def figures(facts: dict[str, dict[Any, tuple]], key: Any) -> list[Any]:
+Spans = Callable[[list[list[str]]], list[float]]  # (website, start, end) texts -> the seconds each counts
+
+
+def elapsed(spans: list[list[str]]) -> list[float]:
+    return [(datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds() for _, start, end in spans]
+
+
+def open_time(hours: Mapping[uuid.UUID, BusinessHours]) -> Spans:
+    """Each span counted in its website's business hours only."""
+    return lambda spans: [business_seconds(hours.get(uuid.UUID(website)), datetime.fromisoformat(start),
+                                           datetime.fromisoformat(end)) for website, start, end in spans]
+
+
+def figures(facts: dict[str, dict[Any, tuple]], key: Any, seconds: Spans = elapsed) -> list[Any]:
     conversations_replies = facts["replies"].get(key, (0, 0))
-    first = sorted((facts["first_responses"].get(key) or ([],))[0])
-    resolved = sorted((facts["resolutions"].get(key) or ([],))[0])
+    first = sorted(seconds((facts["first_responses"].get(key) or ([],))[0]))
+    resolved = sorted(seconds((facts["resolutions"].get(key) or ([],))[0]))
     rated, happy = facts["ratings"].get(key, (0, 0))
     return [conversations_replies[1], conversations_replies[0], percentile(first, 0.5), percentile(first, 0.9),
             percentile(resolved, 0.5), percentile(resolved, 0.9), rated, happy]
@@ -145,7 +163,8 @@ async def read_breakdown(conn: psycopg.AsyncConnection, principal: Principal, pa
     facts = await facts_by_row(conn, breakdown, args, website_id is not None)
     args["keys"] = list({key for found in facts.values() for key in found})
     named = await (await conn.execute(breakdown.rows, args)).fetchall()
-    return [row_type(key, name, *figures(facts, key))
+    seconds = open_time(await all_hours(conn)) if parse_bool(params, "businessHours") else elapsed
+    return [row_type(key, name, *figures(facts, key, seconds))
             for key, name in sorted(named, key=lambda row: (row[1].casefold(), str(row[0])))]
 
 

@@ -75,6 +75,17 @@ def opening_ranges(hours: BusinessHours, first: date, days: int) -> Iterator[tup
             yield local_instant(day, start, zone), local_instant(end_day, end, zone)
 
 
+def business_seconds(hours: BusinessHours | None, start: datetime, end: datetime) -> float:
+    """The seconds of [start, end) the website was open (all of them without business hours): what a
+    response or resolution time counts in "business hours only" reports."""
+    if hours is None or end <= start:
+        return max(0.0, (end - start).total_seconds())
+    first = start.astimezone(ZoneInfo(hours.timezone)).date() - timedelta(days=1)
+    days = (end - start).days + 3
+    return sum(max(0.0, (min(end, close) - max(start, opening)).total_seconds())
+               for opening, close in opening_ranges(hours, first, days))
+
+
 def open_state(hours: BusinessHours | None, at: datetime) -> OpenState:
     """Whether the website is open at `at` (an aware datetime), and if not, when it opens next."""
     if hours is None:

@@ -25,7 +25,9 @@ WEBSITE = query("websiteId", uuid.UUID, "Only this website.")
 PERIOD = (
     query("since", Time, "The period's start (RFC 3339); 30 days before `until` by default."),
     query("until", Time, f"The period's end, excluded (RFC 3339); now by default. At most {MAX_DAYS} days after `since`."),
-    WEBSITE)
+    WEBSITE,
+    query("businessHours", bool, "Count response and resolution times within each website's business hours only "
+          "(`GET /api/websites/{websiteName}/hours`); all hours by default."))
 BREAKDOWN_DESCRIPTION = (
     "Over the period: `conversations` the row's operators replied in and their `replies` (notes, campaign "
     "messages and the AI agent's answers are not replies); the first response (from the visitor's first "

@@ -205,3 +205,17 @@ def test_the_report_is_for_the_organization_s_operators(http, tenant, other_tena
     assert elsewhere.status_code == 404
     assert http.get("/api/reports/operators", headers=tenant.operator,
                     params={"websiteId": str(uuid.uuid4())}).status_code == 404
+
+
+def test_business_hours_only_counts_the_time_the_website_was_open(http, tenant, worked):
+    """The website closed all week but one hour of another day: with `businessHours=true` the responses and
+    the resolution, all made while closed, count no time at all; without it, their clock time."""
+    today = datetime.now().astimezone().strftime("%a").lower()[:3]
+    other = next(day for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun") if day != today)
+    saved = http.put(f"/api/websites/{tenant.website_name}/hours", headers=tenant.operator,
+                     json={"timezone": "UTC", "weekly": {other: [["09:00", "10:00"]]}, "holidays": []})
+    assert saved.status_code == 200, saved.text
+    check_figures(breakdown(http, tenant.operator), worked)  # clock time by default
+    ada = by_id(breakdown(http, tenant.operator, businessHours="true"))[worked["ada"]]
+    assert ada["firstResponseMedianSeconds"] == ada["resolutionMedianSeconds"] == 0
+    assert (ada["replies"], ada["rated"], ada["happy"]) == (1, 1, 1)  # only the times change

@@ -11,7 +11,7 @@ import pytest
 
 from commands.errors import Invalid
 from commands.hours import HoursUpdate, check_hours
-from projections.views.business_hours import DEFAULT_HOURS, BusinessHours, open_state
+from projections.views.business_hours import DEFAULT_HOURS, BusinessHours, business_seconds, open_state
 
 PARIS = ZoneInfo("Europe/Paris")
 WEEKDAYS = {day: [("09:00", "17:00")] for day in ("mon", "tue", "wed", "thu", "fri")}
@@ -118,3 +118,12 @@ def test_good_hours_pass():
     check_hours(msgspec.convert({"timezone": "Europe/Paris", "weekly": {"mon": [["09:00", "12:00"], ["13:00", "24:00"]],
                                  "sat": [["22:00", "02:00"]]}, "holidays": ["2026-12-25"],
                                  "awayMessage": "Back soon"}, HoursUpdate))
+
+
+def test_business_seconds_count_only_the_open_hours_between_two_times():
+    # Monday 16:00 to Tuesday 10:00 in Paris, open 09:00-17:00 on weekdays: one hour each day
+    assert business_seconds(hours(), paris(2026, 11, 23, 16), paris(2026, 11, 24, 10)) == 7200
+    # a weekend and a holiday count nothing; without hours, every second counts
+    assert business_seconds(hours(holidays=["2026-11-30"]), paris(2026, 11, 28, 8), paris(2026, 12, 1, 9)) == 0
+    assert business_seconds(None, paris(2026, 11, 28, 8), paris(2026, 11, 28, 9)) == 3600
+    assert business_seconds(hours(), paris(2026, 11, 24, 10), paris(2026, 11, 24, 9)) == 0  # an end before its start

@@ -79,7 +79,7 @@
       core.document(match._id).then(function (d) {
         doc.replaceChildren(h("button", { type: "button", onclick: function () {
           doc.hidden = true; results.hidden = false; results.focus(); } }, "\u2190 Back to results"),
-          h("h3", null, d.title), h("p", null, d.content));
+          h("h3", null, d.title), module.richText(d));
         results.hidden = true;
         doc.hidden = false;
         doc.firstChild.focus();

@@ -22,6 +22,7 @@ from events.ids import parse_id
 from commands.apikeys import RatePerMinute
 from commands.principal import Role, Scope
 from commands.websites import BrandColor
+from projections.richtext import render_markdown
 from projections.views.availability import EFFECTIVE, Availability
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
@@ -88,7 +89,7 @@ class MessageReaction(msgspec.Struct, rename={"sender": "from", "person_id": "pe
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
-                                      "campaign_id": "campaignId"}):
+                                      "campaign_id": "campaignId", "content_html": "contentHtml"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -107,6 +108,11 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
 
 
 def author_of(created: ev.MessageCreated) -> str:

@@ -12,6 +12,7 @@ import msgspec
 import psycopg
 
 from events import types as ev
+from projections.richtext import render_markdown
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
 
@@ -32,7 +33,7 @@ class ChatConversation(msgspec.Struct, rename={"id": "_id", "website_id": "websi
 
 class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "sender": "from",
                                           "reply_to": "replyToMessageId", "creation_time": "creationTime",
-                                          "rating_time": "ratingTime"}):
+                                          "rating_time": "ratingTime", "content_html": "contentHtml"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     content: str
@@ -47,6 +48,11 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     # the team member who wrote a reply, by display name and avatar (None for the visitor, the AI agent, a
     # campaign, an API key): never the e-mail address
     operator: OperatorIdentity | None
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
 
 
 class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId"}):

@@ -1,7 +1,8 @@
-// The chat both surfaces draw: the transcript (a live region) and the composer, built from text only
-// (never markup) with the dashboard's own element builder.
+// The chat both surfaces draw: the transcript (a live region) and the composer, built with the dashboard's
+// own element builder from text, and from the server's sanitized `contentHtml` only through richText.
 
 import { h } from "../app/dom.js";
+import { richText } from "../app/rich-text.js";
 
 const RATINGS = [["unhappy", "\u{1F641}"], ["neutral", "\u{1F610}"], ["happy", "\u{1F642}"]];
 const EMOJIS = ["\u{1F44D}", "\u2764\uFE0F", "\u{1F602}"];
@@ -31,7 +32,7 @@ export function chatView(core, compact) {
     const mine = m.from === "customer";
     // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
     const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
-      "aria-busy": draft ? "true" : null }, h("p", { class: "text" }, m.content));
+      "aria-busy": draft ? "true" : null }, richText(m, { class: "text" }));
     // a team member's reply names them (the AI agent's and an API key's name nobody)
     const who = !mine && m.operator;
     if (who) item.prepend(h("p", { class: "author" },

@@ -8,6 +8,7 @@ import {api, get} from "../api.js";
 import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time} from "../dom.js";
+import {richText} from "../rich-text.js";
 
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
@@ -176,7 +177,7 @@ class ParleyConversation extends Page {
           h("span", {class: "who"}, who), " ", time(message.creationTime),
           message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
-        h("p", {class: "content"}, message.content),
+        richText(message, {class: "content"}),
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
         message.rating && h("p", {class: "rating"}, "Rated ", RATINGS[message.rating] ?? message.rating),
         this.reactionsView(message),

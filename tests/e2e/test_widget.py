@@ -178,6 +178,30 @@ def test_a_message_is_text_never_markup(page, host_pages, server, http):
     assert all(src.startswith(f"{server.base_url}/api/operators/") and "/avatar?v=" in src for src in sources), sources
 
 
+def test_markdown_renders_in_the_widget_and_script_in_it_is_inert(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(host_page(host_pages, "markdown", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Where is my parcel?"], ["openChat"]]))
+    wait_text(page, "Where is my parcel?")
+    reply(http, tenant, the_conversation(http, tenant)["_id"],
+          "It takes **2 business days**.\n\n- [Track it](https://example.com/track)\n- [x](javascript:alert(1))\n\n"
+          "<script>alert(2)</script> ![pixel](https://example.com/pixel.png)")
+    bubble = page.locator("[data-parley=widget] .log .team .rich")
+    bubble.locator("strong").wait_for()
+    assert bubble.locator("strong").text_content() == "2 business days"
+    link = bubble.locator("a")
+    assert link.count() == 1
+    assert (link.get_attribute("href"), link.get_attribute("target"), link.get_attribute("rel")) == (
+        "https://example.com/track", "_blank", "noopener noreferrer")
+    assert "<script>alert(2)</script>" in bubble.text_content()
+    page.wait_for_timeout(300)
+    assert dialogs == []
+    assert page.locator("[data-parley=widget] script, [data-parley=widget] .rich img").count() == 0
+    screenshot(page, "widget-markdown")
+
+
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }
 div { display: none !important } button { display: none !important } body::after { content: "host" }</style>"""
 

@@ -24,7 +24,7 @@ from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id
 
-EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
+EVENT_NAMES = ("message.created", "message.updated", "message.deleted", "conversation.created", "customer.created")
 # Documented as the enum it is; checked by `valid_events`, which names the unknown one in its answer.
 EventName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(EVENT_NAMES)})]
 FAILURE_LIMIT = 20  # the contract's rule: this many failed deliveries in a row disable the subscription

@@ -42,6 +42,7 @@ from commands.deciders.operator import fold_operator
 from projections.views.collections import Conversation, new_message
 from projections.views.credentials import credential_generation, standing
 from projections.views.identities import OperatorIdentity, identity
+from projections.views.payloads import message_change
 from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
@@ -65,6 +66,11 @@ class MessageUpdate(msgspec.Struct, rename="camel"):
     rating: str | msgspec.UnsetType = msgspec.UNSET
     rating_time: datetime | msgspec.UnsetType = msgspec.UNSET
     reactions: list[ev.Reaction] | msgspec.UnsetType = msgspec.UNSET
+    # an edit or a deletion: the new text and its rendering (empty once deleted)
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    content_html: str | msgspec.UnsetType = msgspec.UNSET
+    edited_at: datetime | None | msgspec.UnsetType = msgspec.UNSET
+    deleted: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class VisitorMessageUpdate(msgspec.Struct, rename="camel"):
@@ -117,6 +123,12 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
     if isinstance(e, ev.MessageReactionsChanged):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
                                                          reactions=list(e.reactions)))
+    if isinstance(e, (ev.MessageEdited, ev.MessageDeleted)):
+        change = message_change(e)
+        return frame(at, MESSAGE_UPDATED, MessageUpdate(
+            e.message_id, e.conversation_id, content=change.content, content_html=change.content_html,
+            edited_at=change.edited_at if isinstance(e, ev.MessageEdited) else msgspec.UNSET,
+            deleted=change.deleted))
     if isinstance(e, ev.OperatorAvailabilityChanged):
         return frame(at, "operator.availability", AvailabilityChange(e.operator_id, e.status))
     return None
@@ -372,6 +384,10 @@ class Hub:
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):
                 return facts.customer_id, frame(at, "message.created", chat_message_of(e, await self.author(e)))
+        if isinstance(e, (ev.MessageEdited, ev.MessageDeleted)) and not e.internal:
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                return facts.customer_id, frame(at, MESSAGE_UPDATED, VisitorMessageUpdate(e.message_id))
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):

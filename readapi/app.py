@@ -13,13 +13,13 @@ from readapi.middleware import ContractMiddleware
 from readapi.mounted import MountedApp
 from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (accounts, agent, audit, avatars, batch, campaigns, chat, conversation_flags,
-                            conversation_history, docs, documents, events, health, mail, message_feedback, operators,
-                            pets, realtime, reports, resources, sandbox, sso, team, two_factor,
-                            web_files, webhooks, workspace)
+                            conversation_history, docs, documents, events, health, mail, message_changes,
+                            message_feedback, operators, pets, realtime, reports, resources, sandbox, sso, team,
+                            two_factor, web_files, webhooks, workspace)
 from readapi.services import Services
 
-ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, conversation_flags,
-                 realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
+ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, message_changes,
+                 conversation_flags, realtime, webhooks, workspace, reports, events, conversation_history, campaigns, web_files, docs,
                  health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail]
 
 

@@ -89,7 +89,8 @@ class MessageReaction(msgspec.Struct, rename={"sender": "from", "person_id": "pe
 class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "website_id": "websiteId",
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
-                                      "campaign_id": "campaignId", "content_html": "contentHtml"}):
+                                      "campaign_id": "campaignId", "content_html": "contentHtml",
+                                      "edited_at": "editedAt"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -108,6 +109,8 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     incomplete: bool  # the agent's answer was cut short: what it had streamed
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
+    edited_at: datetime | None = None  # when an operator last changed its text
+    deleted: bool = False  # taken back: `content` is empty for every reader (the history keeps the text)
     # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
     content_html: str = ""
 
@@ -128,7 +131,8 @@ def new_message(created: ev.MessageCreated, operator: OperatorIdentity | None = 
 
 
 def message_of_row(row: tuple) -> Message:
-    return Message(*row[:-2], identity_of_row(row[-2], row[-1]))
+    *fields, operator_id, profile, edited_at, deleted = row
+    return Message(*fields, identity_of_row(operator_id, profile), edited_at, deleted)
 
 
 FilterKind = Literal["uuid", "str", "bool"]
@@ -181,7 +185,7 @@ MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
            "rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
-           f"operator_id, {profile_column('rm_messages.operator_id')}",
+           f"operator_id, {profile_column('rm_messages.operator_id')}, edited_at, deleted",
     filters={"conversationId": ("conversation_id", "uuid")},
     sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime", from_row=message_of_row,
 )

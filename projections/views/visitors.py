@@ -33,7 +33,8 @@ class ChatConversation(msgspec.Struct, rename={"id": "_id", "website_id": "websi
 
 class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "sender": "from",
                                           "reply_to": "replyToMessageId", "creation_time": "creationTime",
-                                          "rating_time": "ratingTime", "content_html": "contentHtml"}):
+                                          "rating_time": "ratingTime", "content_html": "contentHtml",
+                                          "edited_at": "editedAt"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     content: str
@@ -48,6 +49,8 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     # the team member who wrote a reply, by display name and avatar (None for the visitor, the AI agent, a
     # campaign, an API key): never the e-mail address
     operator: OperatorIdentity | None
+    edited_at: datetime | None = None  # when an operator last changed its text
+    deleted: bool = False  # taken back: `content` is empty for every reader (the history keeps the text)
     # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
     content_html: str = ""
 
@@ -77,11 +80,12 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
                   "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions, m.operator_id, "
-                  f"{profile_column('m.operator_id')} FROM rm_messages m")
+                  f"{profile_column('m.operator_id')}, m.edited_at, m.deleted FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
-    return ChatMessage(*row[:-3], visible_reactions(row[-3]), identity_of_row(row[-2], row[-1]))
+    *fields, reactions, operator_id, profile, edited_at, deleted = row
+    return ChatMessage(*fields, visible_reactions(reactions), identity_of_row(operator_id, profile), edited_at, deleted)
 
 
 async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,

@@ -32,7 +32,8 @@ export function chatView(core, compact) {
     const mine = m.from === "customer";
     // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
     const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
-      "aria-busy": draft ? "true" : null }, richText(m, { class: "text" }));
+      "aria-busy": draft ? "true" : null },
+      m.deleted ? h("p", { class: "text removed" }, "Message removed") : richText(m, { class: "text" }));
     // a team member's reply names them (the AI agent's and an API key's name nobody)
     const who = !mine && m.operator;
     if (who) item.prepend(h("p", { class: "author" },

@@ -15,7 +15,7 @@ button{cursor:pointer}
 .msg .text{padding:8px 12px;border-radius:14px;white-space:pre-wrap;overflow-wrap:anywhere}
 .mine{align-self:flex-end}.mine .text{background:var(--brand);color:#fff;border-bottom-right-radius:4px}
 .team{align-self:flex-start}.team .text{background:#fff;border:1px solid #e3e6ef;border-bottom-left-radius:4px}
-.msg .rich{white-space:normal}.rich ul,.rich ol{padding-left:1.2em}.rich>*{margin:0 0 .4em}.rich>:last-child{margin-bottom:0}.rich pre{white-space:pre-wrap}.mine .rich a{color:inherit}
+.removed{font-style:italic;opacity:.7}.msg .rich{white-space:normal}.rich ul,.rich ol{padding-left:1.2em}.rich>*{margin:0 0 .4em}.rich>:last-child{margin-bottom:0}.rich pre{white-space:pre-wrap}.mine .rich a{color:inherit}
 .feedback{display:flex;gap:2px;opacity:.75}.feedback button{font-size:13px;padding:1px 4px;border-radius:6px}
 .feedback [aria-pressed=true]{background:#e3e6ef;opacity:1}
 .reactions{font-size:13px}

@@ -42,7 +42,9 @@ class ParleyConversation extends Page {
     this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
       const message = this.messages.get(detail.messageId);
       if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
-      for (const key of ["rating", "ratingTime", "reactions"]) if (key in detail) message[key] = detail[key];
+      for (const key of ["rating", "ratingTime", "reactions", "content", "contentHtml", "editedAt", "deleted"]) {
+        if (key in detail) message[key] = detail[key];
+      }
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
     this.listen("conversation.updated", (detail) => {
@@ -175,15 +177,58 @@ class ParleyConversation extends Page {
         h("div", {class: "meta"},
           operator && h("img", {class: "avatar", src: operator.avatarUrl, alt: "", width: 20, height: 20}),
           h("span", {class: "who"}, who), " ", time(message.creationTime),
-          message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
+          message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen"),
+          message.editedAt && !message.deleted && h("span", {class: "edited"}, " · Edited")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
-        richText(message, {class: "content"}),
+        message.deleted ? h("p", {class: "content removed"}, "Message removed") : richText(message, {class: "content"}),
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
         message.rating && h("p", {class: "rating"}, "Rated ", RATINGS[message.rating] ?? message.rating),
         this.reactionsView(message),
-        h("div", {class: "message-actions"},
+        !message.deleted && h("div", {class: "message-actions"},
           h("button", {type: "button", class: "link", onclick: () => this.quote(message)}, "Quote"),
-          this.reactionPicker(message))));
+          this.reactionPicker(message), this.changeActions(message))));
+  }
+
+  /** Edit and Delete on the signed-in operator's own messages (an admin's: any); the server holds the
+   * edit window and answers 403 outside it. */
+  changeActions(message) {
+    const own = message.operator?.operatorId === this.app.me._id;
+    if (!own && !this.app.hasRole("admin")) return null;
+    return [h("button", {type: "button", class: "link", onclick: () => this.editMessage(message)}, "Edit"),
+            h("button", {type: "button", class: "link", onclick: () => this.deleteMessage(message)}, "Delete")];
+  }
+
+  editMessage(message) {
+    const view = this.transcript.querySelector(`[data-id="${message._id}"]`);
+    const box = h("textarea", {class: "edit-box", rows: "3", "aria-label": "Edit message", value: message.content});
+    const status = h("p", {class: "notice", role: "status"});
+    const done = (changed) => view?.replaceWith(this.messageView(changed ?? message));
+    const save = async () => {
+      try {
+        done(this.remember(await api("PATCH", `/api/messages/${message._id}`, {content: box.value.trim()})));
+      } catch (error) { replace(status, error.message); }
+    };
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") done();
+      else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); save(); }
+    });
+    view?.querySelector(".content")?.replaceWith(h("div", {class: "editing"}, box,
+      h("button", {type: "button", onclick: save}, "Save"),
+      h("button", {type: "button", class: "secondary", onclick: () => done()}, "Cancel"), status));
+    box.focus();
+  }
+
+  async deleteMessage(message) {
+    if (!window.confirm("Delete this message for everyone? The visitor will see \u201cMessage removed\u201d.")) return;
+    try {
+      const deleted = this.remember(await api("DELETE", `/api/messages/${message._id}`));
+      this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(deleted));
+    } catch (error) { window.alert(error.message); }
+  }
+
+  remember(message) {
+    this.messages.set(message._id, message);
+    return message;
   }
 
   reactionsView(message) {

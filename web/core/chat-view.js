@@ -3,6 +3,7 @@
 
 import { h } from "../app/dom.js";
 import { richText } from "../app/rich-text.js";
+import { emojiPicker } from "./emoji-picker.js";
 
 const RATINGS = [["unhappy", "\u{1F641}"], ["neutral", "\u{1F610}"], ["happy", "\u{1F642}"]];
 const EMOJIS = ["\u{1F44D}", "\u2764\uFE0F", "\u{1F602}"];
@@ -14,8 +15,9 @@ export function chatView(core, compact) {
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" });
   const typing = h("p", { class: "typing", role: "status", hidden: true });
   const box = h("textarea", { id: id + "-box", rows: "1", placeholder: "Write a message\u2026" });
+  const picker = emojiPicker(box, id);
   const form = h("form", { class: "composer" },
-    h("label", { for: id + "-box", class: "visually-hidden" }, "Message"), box,
+    h("label", { for: id + "-box", class: "visually-hidden" }, "Message"), box, picker.button,
     h("button", { type: "submit", class: "send" }, "Send"));
   const submit = () => {
     const content = box.value.trim();
@@ -85,5 +87,5 @@ export function chatView(core, compact) {
     typing.textContent = team ? "The team is typing\u2026" : "The assistant is typing\u2026";
   });
   render();
-  return { root: h("div", { class: "chat" }, log, typing, form), focus: () => box.focus(), log };
+  return { root: h("div", { class: "chat" }, log, typing, picker.panel, form), focus: () => box.focus(), log };
 }

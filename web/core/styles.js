@@ -5,7 +5,7 @@ export const BASE_CSS = `
 :host([hidden]){display:none!important}
 [hidden]{display:none!important}
 *{box-sizing:border-box;margin:0;padding:0;font:inherit;color:inherit;border:0;background:none;letter-spacing:normal;text-transform:none}
-.root{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2330;text-align:left}
+.root{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif,"Apple Color Emoji","Segoe UI Emoji","Noto Color Emoji";color:#1f2330;text-align:left}
 .visually-hidden{position:absolute!important;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 button{cursor:pointer}
 :focus-visible{outline:2px solid var(--brand);outline-offset:2px}
@@ -15,7 +15,7 @@ button{cursor:pointer}
 .msg .text{padding:8px 12px;border-radius:14px;white-space:pre-wrap;overflow-wrap:anywhere}
 .mine{align-self:flex-end}.mine .text{background:var(--brand);color:#fff;border-bottom-right-radius:4px}
 .team{align-self:flex-start}.team .text{background:#fff;border:1px solid #e3e6ef;border-bottom-left-radius:4px}
-.removed{font-style:italic;opacity:.7}.msg .rich{white-space:normal}.rich ul,.rich ol{padding-left:1.2em}.rich>*{margin:0 0 .4em}.rich>:last-child{margin-bottom:0}.rich pre{white-space:pre-wrap}.mine .rich a{color:inherit}
+.removed{font-style:italic;opacity:.7}.emoji-open{background:none;border:0;font-size:18px;padding:0 4px}.emoji-panel{max-height:180px;overflow-y:auto;background:#fff;border-top:1px solid #e3e6ef;padding:4px}.emoji-grid [role=row]{display:flex}.emoji{flex:1;text-align:center;font-size:20px;padding:2px;cursor:pointer;border-radius:6px}.emoji[aria-selected=true]{background:#e3e6ef;outline:2px solid var(--brand)}.msg .rich{white-space:normal}.rich ul,.rich ol{padding-left:1.2em}.rich>*{margin:0 0 .4em}.rich>:last-child{margin-bottom:0}.rich pre{white-space:pre-wrap}.mine .rich a{color:inherit}
 .feedback{display:flex;gap:2px;opacity:.75}.feedback button{font-size:13px;padding:1px 4px;border-radius:6px}
 .feedback [aria-pressed=true]{background:#e3e6ef;opacity:1}
 .reactions{font-size:13px}

@@ -9,6 +9,7 @@ import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time} from "../dom.js";
 import {richText} from "../rich-text.js";
+import {emojiPicker} from "../../core/emoji-picker.js";
 
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
@@ -290,11 +291,12 @@ class ParleyConversation extends Page {
     this.composerStatus = h("div", {"aria-live": "polite"});
     const mode = (value, label, checked) => h("label", {class: "mode"},
       h("input", {type: "radio", name: "mode", value, checked, onchange: () => this.modeChanged()}), label);
+    const picker = emojiPicker(this.textarea, "composer");
     const form = h("form", {class: "composer", onsubmit: (event) => { event.preventDefault(); this.send(form); }},
       h("fieldset", {class: "modes"}, h("legend", {class: "visually-hidden"}, "Send as"),
         mode("reply", "Reply to the visitor", true), mode("note", "Internal note", false)),
-      this.quoting, this.textarea, this.suggestions,
-      h("div", {class: "composer-actions"}, h("button", {type: "submit", id: "send"}, "Send")),
+      this.quoting, this.textarea, this.suggestions, picker.panel,
+      h("div", {class: "composer-actions"}, picker.button, h("button", {type: "submit", id: "send"}, "Send")),
       this.composerStatus);
     this.textarea.addEventListener("input", () => { this.suggest(); this.typed(); });
     this.textarea.addEventListener("blur", () => this.stopTyping());

@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.support.agui_agent import AGUIAgent, open_cart_then_report, say
+from tests.support.axe import assert_accessible, axe_script  # noqa: F401 - fixture
 from tests.support.browser import browser, host_pages, page, screenshot  # noqa: F401 - fixtures
 from tests.support.servers import make_server, make_tenant
 from tests.support.documents_helpers import create, indexed
@@ -200,6 +201,32 @@ def test_markdown_renders_in_the_widget_and_script_in_it_is_inert(page, host_pag
     assert dialogs == []
     assert page.locator("[data-parley=widget] script, [data-parley=widget] .rich img").count() == 0
     screenshot(page, "widget-markdown")
+
+
+def test_the_emoji_picker_inserts_by_keyboard_and_passes_axe(page, host_pages, server, axe_script):
+    tenant = make_tenant(server)
+    lists = []
+    page.on("request", lambda r: lists.append(r.url) if r.url.endswith("/emoji.json") else None)
+    page.goto(host_page(host_pages, "emoji", server.base_url, tenant.website_id, queued=[["openChat"]]))
+    widget = page.locator("[data-parley=widget]")
+    box = widget.get_by_label("Message", exact=True)
+    box.wait_for()
+    assert lists == []  # the list is fetched on the first open, not with the widget
+    box.fill("Thanks ")
+    widget.get_by_role("button", name="Insert an emoji").click()
+    widget.locator(".emoji").first.wait_for()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    assert box.input_value() == "Thanks \U0001F601"
+    assert widget.locator(".emoji-panel").is_hidden()
+    widget.get_by_role("button", name="Insert an emoji").click()
+    widget.locator(".emoji").first.wait_for()
+    assert_accessible(page, axe_script, "the widget's emoji picker")
+    screenshot(page, "widget-emoji-picker")
+    page.keyboard.press("Escape")
+    assert widget.locator(".emoji-panel").is_hidden()
+    assert widget.get_by_role("button", name="Insert an emoji").evaluate("b => b.getRootNode().activeElement === b")
+    assert len(lists) == 1
 
 
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }

@@ -229,6 +229,27 @@ def test_the_emoji_picker_inserts_by_keyboard_and_passes_axe(page, host_pages, s
     assert len(lists) == 1
 
 
+def test_an_edit_and_a_deletion_show_live_in_the_widget(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    page.goto(host_page(host_pages, "edits", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Is my refund through?"], ["openChat"]]))
+    wait_text(page, "Is my refund through?")
+    conversation_id = the_conversation(http, tenant)["_id"]
+    first = reply(http, tenant, conversation_id, "Your refund was declined.")
+    wait_text(page, "Your refund was declined.")
+    edited = http.patch(f"/api/messages/{first['_id']}", headers=tenant.operator,
+                        json={"content": "Your refund was **approved**."})
+    assert edited.status_code == 200, edited.text
+    wait_text(page, "Your refund was approved.")
+    second = reply(http, tenant, conversation_id, "Sent to the wrong visitor")
+    wait_text(page, "Sent to the wrong visitor")
+    assert http.delete(f"/api/messages/{second['_id']}", headers=tenant.operator).status_code == 200
+    wait_text(page, "Message removed")
+    texts = transcript_texts(page)
+    assert "Sent to the wrong visitor" not in texts and "Your refund was declined." not in texts
+    screenshot(page, "widget-edited-and-removed")
+
+
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }
 div { display: none !important } button { display: none !important } body::after { content: "host" }</style>"""
 

@@ -91,7 +91,8 @@ def test_times_are_date_time_strings_and_webhook_events_an_enum(document):
                if field.endswith(("Time", "At")) and "date-time" not in str(prop)]
     assert not untyped, untyped
     events = schemas["WebhookCreate"]["properties"]["events"]["items"]
-    assert events["enum"] == ["message.created", "conversation.created", "customer.created"]
+    assert events["enum"] == ["message.created", "message.updated", "message.deleted", "conversation.created",
+                              "customer.created"]
 
 
 def test_a_file_body_is_documented_with_its_media_types(document):

@@ -12,7 +12,7 @@ import msgspec
 
 from commands.admin import Created
 from commands.deciders.message import (Message, check_rateable_by_visitor, check_visitor_message, decide_rating,
-                                       decide_reaction, fold_message, single_emoji)
+                                       decide_reaction, decide_visitor_delete, fold_message, single_emoji)
 from commands.messages import load_message
 from commands.principal import Principal
 from commands.streams import execute, load, now
@@ -87,3 +87,12 @@ def react_as_operator(store: EventStore, principal: Principal, message_id: uuid.
                       body: OperatorReaction) -> Created:
     single_emoji(body.emoji)
     return _reacted(store, principal, lambda: load_message(store, principal, message_id), body.emoji)
+
+
+def delete_as_visitor(store: EventStore, principal: Principal, message_id: uuid.UUID | None, website_id: str,
+                      last_message_id: uuid.UUID | None) -> Created:
+    """`last_message_id`: the visitor's conversation's last message as the read model shows it."""
+    appended = execute(store, principal.org_id,
+                       lambda: load_visitor_message(store, principal, message_id, website_id),
+                       lambda message: decide_visitor_delete(principal, message, last_message_id, now()), retry=False)
+    return Created(appended.state.created.message_id, appended.position)

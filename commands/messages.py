@@ -12,7 +12,8 @@ from commands.attachments import attachments_to_post
 from commands.deciders.conversation import check_pinned_website
 from commands.deciders.read_state import ReadState, fold_read_state, read_state_stream
 from commands.deciders.read_state import decide_read as decide_read_up_to
-from commands.deciders.message import Message, check_may_post, decide_post, decide_read, fold_message
+from commands.deciders.message import (Message, check_may_post, decide_delete, decide_edit, decide_post, decide_read,
+                                       fold_message)
 from commands.errors import Invalid
 from commands.principal import Principal
 from commands.streams import Entity, execute, execute_async, load, load_created_async, now
@@ -119,3 +120,22 @@ def read_up_to(store: EventStore, org_id: uuid.UUID, operator_id: uuid.UUID, mes
                                store.load(read_state_stream(operator_id, message.conversation_id)))
     return execute(store, org_id, loaded, lambda state: decide_read_up_to(state, message.message_id, message.at,
                                                                           now())).position
+
+
+class MessageEdit(msgspec.Struct, forbid_unknown_fields=True):
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT)]
+
+
+def edit_message(store: EventStore, principal: Principal, message_id: uuid.UUID | None, body: MessageEdit,
+                 window_seconds: float) -> Created:
+    appended = execute(store, principal.org_id, lambda: load_message(store, principal, message_id),
+                       lambda message: decide_edit(principal, message, body.content, now(), window_seconds),
+                       retry=False)
+    return Created(appended.state.created.message_id, appended.position)
+
+
+def delete_message(store: EventStore, principal: Principal, message_id: uuid.UUID | None,
+                   window_seconds: float) -> Created:
+    appended = execute(store, principal.org_id, lambda: load_message(store, principal, message_id),
+                       lambda message: decide_delete(principal, message, now(), window_seconds), retry=False)
+    return Created(appended.state.created.message_id, appended.position)

@@ -28,7 +28,7 @@ from events.ids import new_id
 # subscriptions recorded then (they carry no `known_events`).
 FIRST_EVENT_NAMES = ("message.created", "conversation.created", "customer.created")
 EVENT_NAMES = (*FIRST_EVENT_NAMES, "conversation.assigned", "conversation.resolved", "conversation.reopened",
-               "conversation.labeled")
+               "conversation.labeled", "message.updated", "message.deleted")
 EVERY_EVENT = "*"  # every event, now and later (docs/decisions.md)
 # Documented as the enum it is; checked by `valid_events`, which names the unknown one in its answer.
 EventName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": [*EVENT_NAMES, EVERY_EVENT]})]

@@ -47,6 +47,7 @@ from projections.views.credentials import credential_generation, standing
 from projections.notifications import CHANNEL as NOTIFICATIONS_CHANNEL
 from projections.views.identities import OperatorIdentity, identity
 from projections.views.notifications import Unread, made_at, unread_count
+from projections.views.payloads import message_change
 from projections.views.visitors import chat_conversation_of, chat_message_of
 
 log = logging.getLogger("parley.realtime")
@@ -72,6 +73,11 @@ class MessageUpdate(msgspec.Struct, rename="camel"):
     operator_rating: str | msgspec.UnsetType = msgspec.UNSET  # the team's own
     operator_rating_time: datetime | msgspec.UnsetType = msgspec.UNSET
     reactions: list[ev.Reaction] | msgspec.UnsetType = msgspec.UNSET
+    # an edit or a deletion: the new text and its rendering (empty once deleted)
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    content_html: str | msgspec.UnsetType = msgspec.UNSET
+    edited_at: datetime | None | msgspec.UnsetType = msgspec.UNSET
+    deleted: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class VisitorMessageUpdate(msgspec.Struct, rename="camel"):
@@ -174,6 +180,12 @@ def operator_frame(recorded: Recorded, author: OperatorIdentity | None = None) -
     if isinstance(e, ev.MessageReactionsChanged):
         return frame(at, MESSAGE_UPDATED, MessageUpdate(e.message_id, e.conversation_id,
                                                          reactions=list(e.reactions)))
+    if isinstance(e, (ev.MessageEdited, ev.MessageDeleted)):
+        change = message_change(e)
+        return frame(at, MESSAGE_UPDATED, MessageUpdate(
+            e.message_id, e.conversation_id, content=change.content, content_html=change.content_html,
+            edited_at=change.edited_at if isinstance(e, ev.MessageEdited) else msgspec.UNSET,
+            deleted=change.deleted))
     if isinstance(e, ev.OperatorAvailabilityChanged):
         return frame(at, "operator.availability", AvailabilityChange(e.operator_id, e.status))
     if isinstance(e, (ev.CannedResponseCreated, ev.CannedResponseUpdated, ev.CannedResponseDeleted)):
@@ -445,6 +457,10 @@ class Hub:
                 if message is not None and message.event.sender == "customer":
                     return facts.customer_id, frame(at, "message.read",
                                                     VisitorMessageSeen(e.message_id, e.conversation_id, e.at))
+        if isinstance(e, (ev.MessageEdited, ev.MessageDeleted)) and not e.internal:
+            facts = await self.conversation_facts(e.conversation_id)
+            if facts and not facts.operator_only and wanted(facts.customer_id):
+                return facts.customer_id, frame(at, MESSAGE_UPDATED, VisitorMessageUpdate(e.message_id))
         if isinstance(e, ev.MessageReactionsChanged) and e.sender == "operator":
             facts = await self.conversation_facts(e.conversation_id)
             if facts and not facts.operator_only and wanted(facts.customer_id):

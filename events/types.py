@@ -452,6 +452,33 @@ class MessageReactionsChanged(Event, frozen=True):
     reactions: tuple[Reaction, ...]
 
 
+@public("message_id", "conversation_id", "website_id", "internal", "previous_content", "edited_content",
+        "operator_id")
+class MessageEdited(Event, frozen=True):
+    """An operator changed a message's text: the original stays here, for the history and the audit log."""
+
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID  # the message's, like `internal`: so webhooks know whom, and whether, to tell
+    internal: bool
+    previous_content: str
+    edited_content: str
+    operator_id: uuid.UUID | None = None  # who edited it; None for the visitor
+
+
+@public("message_id", "conversation_id", "website_id", "internal", "previous_content", "sender", "operator_id")
+class MessageDeleted(Event, frozen=True):
+    """A message was taken back: readers see `deleted` and no text; the text it had stays here."""
+
+    message_id: uuid.UUID
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+    internal: bool
+    previous_content: str
+    sender: str  # who deleted it: "operator" or "customer" (the visitor, their own last unread message)
+    operator_id: uuid.UUID | None = None
+
+
 # The keyless sandbox belongs to no customer: its events carry this fixed, well-known organization id,
 # which no `parley admin org create` can ever return (real ids are UUIDv7).
 SANDBOX_ORG_ID = uuid.UUID("00000000-0000-0000-0000-5a4db0c50000")
@@ -1052,6 +1079,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ChatContextSet,
     MessageRated,
     MessageReactionsChanged,
+    MessageEdited,
+    MessageDeleted,
     SandboxJobCreated,
     WebhookSubscribed,
     WebhookUpdated,

@@ -67,6 +67,7 @@ class Settings(msgspec.Struct, kw_only=True):
     mail_from: str = ""
     mail_domain: str = ""
     notify_digest_seconds: Annotated[float, msgspec.Meta(gt=0)] = 300.0
+    message_edit_window_seconds: Annotated[float, msgspec.Meta(ge=0)] = 900.0
     smtp_inbound: str = ""
     mail_inbound_secret: str = ""
     storage_url: str = ""
@@ -171,6 +172,8 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                            "mail comes back to Parley; unset: visitors' e-mails have no reply-to into the conversation"),
     "PARLEY_NOTIFY_DIGEST_SECONDS": ("notify_digest_seconds", "the digest window of notification e-mail: at most one "
                                      "mail per operator, and per visitor and conversation, per window (default 300)"),
+    "PARLEY_MESSAGE_EDIT_WINDOW_SECONDS": ("message_edit_window_seconds", "how long after sending an operator may "
+                                           "edit or delete their own message (default 900; an admin may any)"),
     "PARLEY_SMTP_INBOUND": ("smtp_inbound", "host:port of the service's own SMTP listener for replies to its "
                             "e-mail (default: off)"),
     "PARLEY_MAIL_INBOUND_SECRET": ("mail_inbound_secret", "the bearer secret of POST /api/mail/inbound, where a mail "

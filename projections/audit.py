@@ -127,6 +127,10 @@ AUDITED: dict[type[ev.Event], Audited] = {
     ev.LabelCreated: Audited("label.created", "label", "label_id"),
     ev.LabelChanged: Audited("label.changed", "label", "label_id"),
     ev.LabelDeleted: Audited("label.deleted", "label", "label_id", "delete"),
+    # who changed or took back a message, when, and its text before and after (a message is short, unlike
+    # a document: its text is the point of the entry)
+    ev.MessageEdited: Audited("message.edited", "message", "message_id"),
+    ev.MessageDeleted: Audited("message.deleted", "message", "message_id"),
 }
 
 # Not changes to the organization's settings or records: the conversations themselves (a visitor's chat,

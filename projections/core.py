@@ -97,7 +97,8 @@ CREATE TABLE IF NOT EXISTS rm_messages (
     content text NOT NULL, sender text NOT NULL, reply_to uuid, internal boolean NOT NULL DEFAULT false,
     operator_id uuid, creation_time timestamptz NOT NULL, rating text, rating_time timestamptz,
     reactions jsonb NOT NULL DEFAULT '[]', read_at timestamptz, campaign_id uuid,
-    author text, incomplete boolean NOT NULL DEFAULT false, attachments jsonb NOT NULL DEFAULT '[]');
+    author text, incomplete boolean NOT NULL DEFAULT false, attachments jsonb NOT NULL DEFAULT '[]',
+    edited_at timestamptz, deleted boolean NOT NULL DEFAULT false);
 -- A table made by an earlier version lacks the columns; checked first, since ALTER TABLE locks the table even
 -- when the column is there.
 DO $$ BEGIN
@@ -112,6 +113,10 @@ DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'rm_messages' AND column_name = 'attachments') THEN
         ALTER TABLE rm_messages ADD COLUMN attachments jsonb NOT NULL DEFAULT '[]';
+    END IF;
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'rm_messages' AND column_name = 'deleted') THEN
+        ALTER TABLE rm_messages ADD COLUMN edited_at timestamptz, ADD COLUMN deleted boolean NOT NULL DEFAULT false;
     END IF;
     IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
                    AND table_name = 'rm_conversations' AND column_name = 'agent_paused') THEN
@@ -412,6 +417,17 @@ async def _message_rated(conn, e: ev.MessageRated) -> None:
     await conn.execute(f"UPDATE rm_messages SET {columns} WHERE id = %s", (e.rating, e.at, e.message_id))
 
 
+async def _message_edited(conn, e: ev.MessageEdited) -> None:
+    await conn.execute("UPDATE rm_messages SET content = %s, edited_at = %s WHERE id = %s",
+                       (e.edited_content, e.at, e.message_id))
+
+
+async def _message_deleted(conn, e: ev.MessageDeleted) -> None:
+    """The read model forgets the text: only the event history keeps it."""
+    await conn.execute("UPDATE rm_messages SET content = '', deleted = true, reactions = '[]' WHERE id = %s",
+                       (e.message_id,))
+
+
 async def _message_reactions(conn, e: ev.MessageReactionsChanged) -> None:
     await conn.execute("UPDATE rm_messages SET reactions = %s WHERE id = %s",
                        (Jsonb(msgspec.to_builtins(e.reactions)), e.message_id))
@@ -516,6 +532,8 @@ HANDLERS: dict[type, Handler] = {
     ev.MessageRead: _message_read,
     ev.MessageRated: _message_rated,
     ev.MessageReactionsChanged: _message_reactions,
+    ev.MessageEdited: _message_edited,
+    ev.MessageDeleted: _message_deleted,
     ev.OperatorAvatarSet: _avatar_changed,
     ev.OperatorAvatarRemoved: _avatar_changed,
     ev.OperatorTotpConfirmed: _totp_confirmed,

@@ -76,7 +76,7 @@ ON CONFLICT (subscription_id, position) DO NOTHING
 
 
 # The events a webhook can be about: each names its website.
-WEBSITE_EVENTS = (ev.CustomerCreated, ev.ConversationCreated, ev.MessageCreated)
+WEBSITE_EVENTS = (ev.CustomerCreated, ev.ConversationCreated, ev.MessageCreated, ev.MessageEdited, ev.MessageDeleted)
 
 
 class WebhookProjection:
@@ -151,11 +151,11 @@ class WebhookProjection:
         if not candidates:
             return
         private, operator = False, None
-        if isinstance(e, ev.MessageCreated) and not e.internal:
+        if isinstance(e, (ev.MessageCreated, ev.MessageEdited, ev.MessageDeleted)) and not e.internal:
             private = await (await conn.execute(
                 "SELECT EXISTS (SELECT 1 FROM rm_webhook_private_conversations WHERE id = %s)",
                 (e.conversation_id,))).fetchone() == (True,)
-            if e.operator_id is not None and not private:
+            if isinstance(e, ev.MessageCreated) and e.operator_id is not None and not private:
                 operator = (await identities(conn, [e.operator_id])).get(e.operator_id)
         delivered = webhook_event(e, private, operator)
         if delivered is None:

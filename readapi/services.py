@@ -57,6 +57,7 @@ class ApiSettings:
     smtp_url: str  # set: e-mail is sent (invitations, password resets, notifications)
     mail_domain: str
     mail_inbound_secret: str
+    message_edit_window_seconds: float = 900.0
 
 
 class ConversationFacts(Protocol):

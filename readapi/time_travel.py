@@ -18,6 +18,7 @@ from events.history import HEAD, HistoryFilter, pages_async
 from events.public import Shape, public_of
 from events.store import Recorded, decode_event
 from events.ids import parse_id
+from projections.richtext import render_markdown
 from projections.views.collections import (MESSAGES, ConversationRecord, Message, new_conversation_record, new_message, parse_fields, parse_int,
                                  parse_sort, project)
 from projections.views.history_query import parse_time
@@ -133,6 +134,11 @@ def fold(records: list[Recorded], authors: Mapping[uuid.UUID, OperatorIdentity] 
                 message.rating, message.rating_time = e.rating, e.at
             elif isinstance(e, ev.MessageReactionsChanged):
                 message.reactions = msgspec.to_builtins(e.reactions)
+            elif isinstance(e, ev.MessageEdited):
+                message.content, message.content_html, message.edited_at = (
+                    e.edited_content, render_markdown(e.edited_content), e.at)
+            elif isinstance(e, ev.MessageDeleted):
+                message.content, message.content_html, message.deleted, message.reactions = "", "", True, []
     return conversation, messages
 
 

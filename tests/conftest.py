@@ -65,6 +65,15 @@ def quick_away_server(infra, tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def short_edit_window_server(infra, tmp_path_factory) -> Iterator[Server]:
+    """A server whose operators may change their own messages for 2 s after sending them."""
+    running = make_server(infra, tmp_path_factory.mktemp("edit-window"),
+                          PARLEY_MESSAGE_EDIT_WINDOW_SECONDS="2").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
 def sso_server(infra, tmp_path_factory) -> Iterator[Server]:
     # the provider listens on loopback, which the SSRF guard refuses unless told otherwise
     running = make_server(infra, tmp_path_factory.mktemp("sso"), PARLEY_WEBHOOK_ALLOW_PRIVATE="1").start()

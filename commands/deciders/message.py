@@ -22,18 +22,24 @@ class Message(Folded):
     created: ev.MessageCreated
     read: bool = False
     reactions: tuple[ev.Reaction, ...] = ()
+    content: str = ""  # the text readers see now: the last edit's, or "" once deleted
+    deleted: bool = False
 
 
 def fold_message(history: list[Recorded]) -> Message:
     created = history[0].event
     assert isinstance(created, ev.MessageCreated)
-    state = Message(created.message_id, history[-1].version, created)
+    state = Message(created.message_id, history[-1].version, created, content=created.content)
     for recorded in history[1:]:
         event = recorded.event
         if isinstance(event, ev.MessageRead):
             state.read = True
         elif isinstance(event, ev.MessageReactionsChanged):
             state.reactions = event.reactions
+        elif isinstance(event, ev.MessageEdited):
+            state.content = event.edited_content
+        elif isinstance(event, ev.MessageDeleted):
+            state.content, state.deleted, state.reactions = "", True, ()
     return state
 
 
@@ -112,3 +118,55 @@ def decide_reaction(principal: Principal, message: Message, emoji: str | None, a
     return message.follow(ev.MessageReactionsChanged(
         org_id=principal.org_id, at=at, message_id=created.message_id, conversation_id=created.conversation_id,
         sender=sender, person_id=person_id, emoji=emoji, reactions=reactions))
+
+
+def check_may_change(principal: Principal, message: Message, at: datetime, window_seconds: float) -> None:
+    """The contract's rule for editing and deleting: an admin any message; an operator their own, within
+    the edit window after it was sent. A deleted message is gone for everyone (404)."""
+    if message.deleted:
+        raise NotFound("message not found")
+    if principal.has_role("admin"):
+        return
+    created = message.created
+    if created.operator_id is None or created.operator_id != principal.operator_id:
+        raise Forbidden("only the message's author or an admin can change it")
+    if (at - created.at).total_seconds() > window_seconds:
+        raise Forbidden(f"a message can be changed for {window_seconds:g} seconds after it was sent; ask an admin")
+
+
+def decide_edit(principal: Principal, message: Message, content: str, at: datetime,
+                window_seconds: float) -> list[Pending]:
+    check_may_change(principal, message, at, window_seconds)
+    if content == message.content:
+        return []
+    return message.follow(ev.MessageEdited(
+        org_id=principal.org_id, at=at, message_id=message.created.message_id,
+        conversation_id=message.created.conversation_id, website_id=message.created.website_id,
+        internal=message.created.internal, previous_content=message.content, edited_content=content,
+        operator_id=principal.operator_id))
+
+
+def decide_delete(principal: Principal, message: Message, at: datetime, window_seconds: float) -> list[Pending]:
+    check_may_change(principal, message, at, window_seconds)
+    return message.follow(_deleted(principal, message, "operator", at))
+
+
+def _deleted(principal: Principal, message: Message, sender: str, at: datetime) -> ev.MessageDeleted:
+    return ev.MessageDeleted(org_id=principal.org_id, at=at, message_id=message.created.message_id,
+                             conversation_id=message.created.conversation_id, website_id=message.created.website_id,
+                             internal=message.created.internal, previous_content=message.content, sender=sender,
+                             operator_id=principal.operator_id)
+
+
+def decide_visitor_delete(principal: Principal, message: Message, last_message_id: uuid.UUID | None,
+                          at: datetime) -> list[Pending]:
+    """The visitor takes back their own message: only their conversation's last one, and only while no
+    operator has read it (after that, the team may already have acted on it)."""
+    created = message.created
+    if message.deleted or created.sender != "customer":
+        raise NotFound("no message of yours with this id in this session's transcript")
+    if created.message_id != last_message_id:
+        raise Conflict("only the conversation's last message can be deleted")
+    if message.read:
+        raise Conflict("the team has read this message; it can no longer be deleted")
+    return message.follow(_deleted(principal, message, "customer", at))

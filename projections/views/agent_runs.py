@@ -34,7 +34,7 @@ SELECT id, sender, content, sort_at, answer, creation_time FROM (
     SELECT m.id, m.sender, m.content, m.creation_time, COALESCE(q.creation_time, m.creation_time) AS sort_at,
            q.id IS NOT NULL AS answer
     FROM rm_messages m LEFT JOIN rm_messages q ON m.author = 'agent' AND q.id = m.reply_to
-    WHERE m.org_id = %(org)s AND m.conversation_id = %(conversation)s AND NOT m.internal
+    WHERE m.org_id = %(org)s AND m.conversation_id = %(conversation)s AND NOT m.internal AND NOT m.deleted
     ORDER BY m.creation_time DESC, m.id DESC LIMIT %(limit)s) recent
 """
 ANSWERED_ACTIONS = """

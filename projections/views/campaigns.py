@@ -27,6 +27,7 @@ from commands.errors import Invalid, NotFound
 from commands.principal import Principal
 from commands.streams import now
 from events import types as ev
+from projections.richtext import render_markdown
 from projections.views.collections import CUSTOMERS, Collection, Customer, filter_clauses, parse_fields
 from projections.views.cursors import CursorPage, cursor_page, offset_page
 
@@ -40,7 +41,8 @@ class CampaignStats(msgspec.Struct):
 
 
 class Campaign(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "scheduled_at": "scheduledAt",
-                                       "created_at": "createdAt", "sent_at": "sentAt"}):
+                                       "created_at": "createdAt", "sent_at": "sentAt",
+                                       "content_html": "contentHtml"}):
     id: uuid.UUID
     website_id: uuid.UUID
     name: str
@@ -51,6 +53,11 @@ class Campaign(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
     created_at: datetime
     sent_at: datetime | None
     stats: CampaignStats
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
 
 
 class CampaignCollection(Collection):

@@ -22,6 +22,7 @@ from events.ids import parse_id
 from commands.apikeys import RatePerMinute
 from commands.principal import Role, Scope
 from commands.websites import BrandColor
+from projections.richtext import render_markdown
 from projections.views.availability import EFFECTIVE, Availability
 from projections.views.attachments import AttachmentView, attachment_views, stored_views
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
@@ -124,7 +125,8 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
                                       "sender": "from", "reply_to": "replyToMessageId",
                                       "creation_time": "creationTime", "rating_time": "ratingTime",
                                       "operator_rating": "operatorRating",
-                                      "operator_rating_time": "operatorRatingTime", "campaign_id": "campaignId"}):
+                                      "operator_rating_time": "operatorRatingTime", "campaign_id": "campaignId",
+                                      "content_html": "contentHtml", "edited_at": "editedAt"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     website_id: uuid.UUID
@@ -147,6 +149,15 @@ class Message(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversat
     # the operator who wrote a reply or a note (None for the visitor, the AI agent, a campaign, an API key)
     operator: OperatorIdentity | None
     attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
+    edited_at: datetime | None = None  # when an operator last changed its text
+    deleted: bool = False  # taken back: `content` is empty and no file shows for every reader (the history keeps them)
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
+        if self.deleted:
+            self.attachments = []
 
 
 def author_of(created: ev.MessageCreated) -> str:
@@ -162,7 +173,8 @@ def new_message(created: ev.MessageCreated, operator: OperatorIdentity | None = 
 
 
 def message_of_row(row: tuple) -> Message:
-    return Message(*row[:-3], identity_of_row(row[-3], row[-2]), stored_views(row[-1]))
+    *fields, operator_id, profile, attachments, edited_at, deleted = row
+    return Message(*fields, identity_of_row(operator_id, profile), stored_views(attachments), edited_at, deleted)
 
 
 FilterKind = Literal["uuid", "str", "bool", "labels"]
@@ -232,7 +244,7 @@ MESSAGES = Collection(
     name="messages", table="rm_messages", shape=Message,
     select="id, conversation_id, website_id, content, sender, reply_to, internal, creation_time, rating, "
            "rating_time, operator_rating, operator_rating_time, reactions, read_at IS NOT NULL, campaign_id, COALESCE(author, sender), incomplete, "
-           f"operator_id, {profile_column('rm_messages.operator_id')}, attachments",
+           f"operator_id, {profile_column('rm_messages.operator_id')}, attachments, edited_at, deleted",
     filters={"conversationId": ("conversation_id", "uuid")},
     sorts={"_id": "id", "creationTime": "creation_time"}, default_sort="creationTime", from_row=message_of_row,
 )

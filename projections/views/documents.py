@@ -15,12 +15,13 @@ import psycopg
 
 from commands.errors import Invalid
 from commands.principal import Principal
+from projections.richtext import render_markdown
 from projections.views.collections import Collection, filter_clauses, parse_fields, scope_clauses
 from projections.views.cursors import cursor_page, offset_page
 
 
 class Document(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "created_at": "createdAt",
-                                       "updated_at": "updatedAt"}):
+                                       "updated_at": "updatedAt", "content_html": "contentHtml"}):
     id: uuid.UUID
     website_id: uuid.UUID
     title: str
@@ -30,6 +31,11 @@ class Document(msgspec.Struct, rename={"id": "_id", "website_id": "websiteId", "
     content: str
     created_at: datetime
     updated_at: datetime
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
 
 
 class DocumentImported(msgspec.Struct, rename={"id": "_id"}):

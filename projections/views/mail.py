@@ -133,7 +133,7 @@ async def digest(conn: psycopg.AsyncConnection, recipient: str, source: str) -> 
         SELECT i.conversation_id, w.name, array_agg(DISTINCT i.kind ORDER BY i.kind),
                count(*) FILTER (WHERE i.kind = 'conversation.new'), COALESCE(u.nickname, u.email),
                (SELECT m.content FROM rm_messages m WHERE m.org_id = c.org_id AND m.conversation_id = c.id
-                AND m.sender = 'customer' AND NOT m.internal ORDER BY m.creation_time DESC LIMIT 1)
+                AND m.sender = 'customer' AND NOT m.internal AND NOT m.deleted ORDER BY m.creation_time DESC LIMIT 1)
         FROM mail_digest_items i JOIN rm_conversations c ON c.id = i.conversation_id
         JOIN rm_websites w ON w.id = i.website_id LEFT JOIN rm_customers u ON u.id = c.customer_id
         WHERE i.recipient = %s AND i.source = %s
@@ -158,6 +158,7 @@ async def transcript(conn: psycopg.AsyncConnection, org_id: uuid.UUID, conversat
     lines = await (await conn.execute("""
         SELECT sender, COALESCE(o.display_name, m.author), content, creation_time FROM (
             SELECT * FROM rm_messages m WHERE m.org_id = %(org)s AND m.conversation_id = %(c)s AND NOT m.internal
+            AND NOT m.deleted
             AND m.creation_time >= COALESCE((SELECT max(creation_time) FROM rm_messages
                                              WHERE org_id = %(org)s AND conversation_id = %(c)s
                                              AND sender = 'customer' AND NOT internal), '-infinity')

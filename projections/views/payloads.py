@@ -7,11 +7,13 @@ both are hidden from the visitor, and a webhook leaves the workspace for a syste
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any, Mapping
 
 import msgspec
 
 from events import types as ev
+from projections.richtext import render_markdown
 from projections.views.attachments import WEBHOOK_LINK_SECONDS, attachment_views
 from projections.views.collections import (ConversationRecord, Customer, Message, new_conversation_record,
                                            new_message)
@@ -89,6 +91,28 @@ def workflow_webhook_event(event: ev.Event, website_id: uuid.UUID,
     return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))
 
 
+class MessageChange(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId",
+                                            "website_id": "websiteId", "content_html": "contentHtml",
+                                            "edited_at": "editedAt"}):
+    """What `message.updated` and `message.deleted` carry: the message's new text (empty once deleted),
+    never the text it had."""
+
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    website_id: uuid.UUID
+    content: str
+    content_html: str
+    edited_at: datetime | None
+    deleted: bool
+
+
+def message_change(event: ev.MessageEdited | ev.MessageDeleted) -> MessageChange:
+    if isinstance(event, ev.MessageEdited):
+        return MessageChange(event.message_id, event.conversation_id, event.website_id, event.edited_content,
+                             render_markdown(event.edited_content), event.at, False)
+    return MessageChange(event.message_id, event.conversation_id, event.website_id, "", "", None, True)
+
+
 def webhook_event(event: ev.Event, private_conversation: bool,
                   operator: OperatorIdentity | None = None) -> tuple[str, bytes] | None:
     """(event name, body) when this event is delivered to webhooks, else None. `private_conversation`
@@ -101,6 +125,9 @@ def webhook_event(event: ev.Event, private_conversation: bool,
         name, data = "message.created", new_message(event, operator)
         # the receiver may fetch the files later than a reader would: its links last longer
         data.attachments = attachment_views(event.attachments, WEBHOOK_LINK_SECONDS)
+    elif isinstance(event, (ev.MessageEdited, ev.MessageDeleted)) and not event.internal and not private_conversation:
+        name = "message.updated" if isinstance(event, ev.MessageEdited) else "message.deleted"
+        data = message_change(event)
     else:
         return None
     return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))

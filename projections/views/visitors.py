@@ -12,6 +12,7 @@ import msgspec
 import psycopg
 
 from events import types as ev
+from projections.richtext import render_markdown
 from projections.views.attachments import AttachmentView, attachment_views, stored_views
 from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 
@@ -33,7 +34,8 @@ class ChatConversation(msgspec.Struct, rename={"id": "_id", "website_id": "websi
 
 class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId", "sender": "from",
                                           "reply_to": "replyToMessageId", "creation_time": "creationTime",
-                                          "rating_time": "ratingTime", "read_at": "readAt"}):
+                                          "rating_time": "ratingTime", "read_at": "readAt",
+                                          "content_html": "contentHtml", "edited_at": "editedAt"}):
     id: uuid.UUID
     conversation_id: uuid.UUID
     content: str
@@ -50,6 +52,15 @@ class ChatMessage(msgspec.Struct, rename={"id": "_id", "conversation_id": "conve
     operator: OperatorIdentity | None
     attachments: list[AttachmentView]  # files, each with signed, expiring links to its bytes
     read_at: datetime | None = None  # when the team first read the visitor's message ("seen")
+    edited_at: datetime | None = None  # when an operator last changed its text
+    deleted: bool = False  # taken back: `content` is empty and no file shows for every reader (the history keeps them)
+    # the sanitized rendering of `content` (projections.richtext), computed on read: never stored
+    content_html: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_html = render_markdown(self.content)
+        if self.deleted:
+            self.attachments = []
 
 
 class Profile(msgspec.Struct, rename={"customer_id": "customerId", "user_id": "userId",
@@ -77,13 +88,14 @@ CONVERSATION_SELECT = "SELECT id, website_id, customer_id, created_at, last_edit
 VISITOR_CONVERSATIONS = "org_id = %s AND customer_id = %s AND NOT operator_only"
 MESSAGE_SELECT = ("SELECT m.id, m.conversation_id, m.content, m.sender, m.reply_to, m.creation_time, m.rating, "
                   "m.rating_time, COALESCE(m.author, m.sender), m.incomplete, m.reactions, m.operator_id, "
-                  f"{profile_column('m.operator_id')}, m.attachments, CASE WHEN m.sender = 'customer' THEN m.read_at END "
-                  "FROM rm_messages m")
+                  f"{profile_column('m.operator_id')}, m.attachments, CASE WHEN m.sender = 'customer' THEN m.read_at END, "
+                  "m.edited_at, m.deleted FROM rm_messages m")
 
 
 def chat_message_of_row(row: tuple) -> ChatMessage:
-    return ChatMessage(*row[:-5], visible_reactions(row[-5]), identity_of_row(row[-4], row[-3]), stored_views(row[-2]),
-                       row[-1])
+    *fields, reactions, operator_id, profile, attachments, read_at, edited_at, deleted = row
+    return ChatMessage(*fields, visible_reactions(reactions), identity_of_row(operator_id, profile),
+                       stored_views(attachments), read_at, edited_at, deleted)
 
 
 async def visitor_conversations(conn: psycopg.AsyncConnection, org_id: uuid.UUID, customer_id: uuid.UUID,

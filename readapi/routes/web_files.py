@@ -111,15 +111,19 @@ async def pet_file(request: Request, path: FromPath[str]) -> Response:
     return web_file("pets/" + path.lstrip("/"), request, within="pets", cross_origin=True)
 
 
+VISITOR_CHAT_MODULES = frozenset({"dom.js", "rich-text.js"})
+
+
 @BROWSER_CODE
 @get(["/app", "/app/{path:path}"])
 async def dashboard_file(request: Request, path: FromPath[str] = "/") -> Response:
     """The dashboard is one page that routes in the browser: a path that is not a file is that page.
 
-    Its element builder, dom.js, is the visitor chat's too: parley-core.js imports it from other sites."""
+    Its element builder, dom.js, and its rich-text inserter, rich-text.js, are the visitor chat's too:
+    parley-core.js imports them from other sites."""
     relative = path.lstrip("/")
     if relative and (WEB_ROOT / "app" / relative).resolve().is_file():
-        return web_file("app/" + relative, request, within="app", cross_origin=relative == "dom.js",
+        return web_file("app/" + relative, request, within="app", cross_origin=relative in VISITOR_CHAT_MODULES,
                         extra_headers=DASHBOARD_HEADERS)
     return web_file("app/index.html", request, within="app", extra_headers=DASHBOARD_HEADERS)
 

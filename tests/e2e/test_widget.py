@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.support.agui_agent import AGUIAgent, open_cart_then_report, say
+from tests.support.axe import assert_accessible, axe_script  # noqa: F401 - fixture
 from tests.support.browser import browser, host_pages, page, screenshot  # noqa: F401 - fixtures
 from tests.support.servers import make_server, make_tenant
 from tests.support.documents_helpers import create, indexed
@@ -177,6 +178,77 @@ def test_a_message_is_text_never_markup(page, host_pages, server, http):
     # the only images are the ones the widget draws itself: the team's avatars, from the API's avatar path
     sources = page.locator("[data-parley=widget] img").evaluate_all("imgs => imgs.map(i => i.getAttribute('src'))")
     assert all(src.startswith(f"{server.base_url}/api/operators/") and "/avatar?v=" in src for src in sources), sources
+
+
+def test_markdown_renders_in_the_widget_and_script_in_it_is_inert(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(host_page(host_pages, "markdown", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Where is my parcel?"], ["openChat"]]))
+    wait_text(page, "Where is my parcel?")
+    reply(http, tenant, the_conversation(http, tenant)["_id"],
+          "It takes **2 business days**.\n\n- [Track it](https://example.com/track)\n- [x](javascript:alert(1))\n\n"
+          "<script>alert(2)</script> ![pixel](https://example.com/pixel.png)")
+    bubble = page.locator("[data-parley=widget] .log .team .rich")
+    bubble.locator("strong").wait_for()
+    assert bubble.locator("strong").text_content() == "2 business days"
+    link = bubble.locator("a")
+    assert link.count() == 1
+    assert (link.get_attribute("href"), link.get_attribute("target"), link.get_attribute("rel")) == (
+        "https://example.com/track", "_blank", "noopener noreferrer")
+    assert "<script>alert(2)</script>" in bubble.text_content()
+    page.wait_for_timeout(300)
+    assert dialogs == []
+    assert page.locator("[data-parley=widget] script, [data-parley=widget] .rich img").count() == 0
+    screenshot(page, "widget-markdown")
+
+
+def test_the_emoji_picker_inserts_by_keyboard_and_passes_axe(page, host_pages, server, axe_script):
+    tenant = make_tenant(server)
+    lists = []
+    page.on("request", lambda r: lists.append(r.url) if r.url.endswith("/emoji.json") else None)
+    page.goto(host_page(host_pages, "emoji", server.base_url, tenant.website_id, queued=[["openChat"]]))
+    widget = page.locator("[data-parley=widget]")
+    box = widget.get_by_label("Message", exact=True)
+    box.wait_for()
+    assert lists == []  # the list is fetched on the first open, not with the widget
+    box.fill("Thanks ")
+    widget.get_by_role("button", name="Insert an emoji").click()
+    widget.locator(".emoji").first.wait_for()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    assert box.input_value() == "Thanks \U0001F601"
+    assert widget.locator(".emoji-panel").is_hidden()
+    widget.get_by_role("button", name="Insert an emoji").click()
+    widget.locator(".emoji").first.wait_for()
+    assert_accessible(page, axe_script, "the widget's emoji picker")
+    screenshot(page, "widget-emoji-picker")
+    page.keyboard.press("Escape")
+    assert widget.locator(".emoji-panel").is_hidden()
+    assert widget.get_by_role("button", name="Insert an emoji").evaluate("b => b.getRootNode().activeElement === b")
+    assert len(lists) == 1
+
+
+def test_an_edit_and_a_deletion_show_live_in_the_widget(page, host_pages, server, http):
+    tenant = make_tenant(server)
+    page.goto(host_page(host_pages, "edits", server.base_url, tenant.website_id, queued=[
+        ["sendMessage", "Is my refund through?"], ["openChat"]]))
+    wait_text(page, "Is my refund through?")
+    conversation_id = the_conversation(http, tenant)["_id"]
+    first = reply(http, tenant, conversation_id, "Your refund was declined.")
+    wait_text(page, "Your refund was declined.")
+    edited = http.patch(f"/api/messages/{first['_id']}", headers=tenant.operator,
+                        json={"content": "Your refund was **approved**."})
+    assert edited.status_code == 200, edited.text
+    wait_text(page, "Your refund was approved.")
+    second = reply(http, tenant, conversation_id, "Sent to the wrong visitor")
+    wait_text(page, "Sent to the wrong visitor")
+    assert http.delete(f"/api/messages/{second['_id']}", headers=tenant.operator).status_code == 200
+    wait_text(page, "Message removed")
+    texts = transcript_texts(page)
+    assert "Sent to the wrong visitor" not in texts and "Your refund was declined." not in texts
+    screenshot(page, "widget-edited-and-removed")
 
 
 HOSTILE = """<style>* { all: unset !important; color: red !important; font-size: 40px !important }

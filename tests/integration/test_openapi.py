@@ -92,7 +92,8 @@ def test_times_are_date_time_strings_and_webhook_events_an_enum(document):
     assert not untyped, untyped
     events = schemas["WebhookCreate"]["properties"]["events"]["items"]
     assert events["enum"] == ["message.created", "conversation.created", "customer.created", "conversation.assigned",
-                              "conversation.resolved", "conversation.reopened", "conversation.labeled", "*"]
+                              "conversation.resolved", "conversation.reopened", "conversation.labeled", "message.updated",
+                              "message.deleted", "*"]
     # each event's payload in the document's webhooks section (docs/decisions.md: "*" and the empty list)
     assert sorted(document["webhooks"]) == sorted(events["enum"][:-1])
     assigned = document["webhooks"]["conversation.assigned"]["post"]["requestBody"]["content"]["application/json"]

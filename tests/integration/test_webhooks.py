@@ -335,6 +335,29 @@ def test_a_reply_delivers_its_authors_display_name_never_their_email_address(hc,
     assert ada.email.encode() not in delivered.body
 
 
+def test_an_edit_and_a_deletion_are_delivered_without_the_original_and_never_for_a_note(hc, site):
+    with Receiver() as receiver:
+        subscribe(hc, site, receiver.url, ["message.updated", "message.deleted"])
+        conversation = create_conversation(hc, site, create_customer(hc, site))
+        note = create_message(hc, site, conversation, "note: the original", internal=True)
+        reply = create_message(hc, site, conversation, "the original reply")
+        assert hc.patch(f"/api/messages/{note['_id']}", headers=site.operator,
+                        json={"content": "note edited"}).status_code == 200
+        assert hc.patch(f"/api/messages/{reply['_id']}", headers=site.operator,
+                        json={"content": "the *edited* reply"}).status_code == 200
+        assert hc.delete(f"/api/messages/{reply['_id']}", headers=site.operator).status_code == 200
+        updated, deleted = receiver.wait_for(2)  # the note's edit, had it been delivered, came first
+    bodies = [json.loads(r.body) for r in (updated, deleted)]
+    assert sorted(b["event"] for b in bodies) == ["message.deleted", "message.updated"]
+    by_name = {b["event"]: b["data"] for b in bodies}
+    assert by_name["message.updated"]["_id"] == reply["_id"]
+    assert (by_name["message.updated"]["content"], by_name["message.updated"]["contentHtml"]) == (
+        "the *edited* reply", "<p>the <em>edited</em> reply</p>")
+    assert by_name["message.deleted"] == {**by_name["message.deleted"], "_id": reply["_id"], "content": "",
+                                          "deleted": True}
+    assert b"original" not in updated.body + deleted.body and b"note" not in updated.body + deleted.body
+
+
 def test_events_filter_and_website_scope(hc, site):
     other_website, _ = site.add_website()
     with Receiver() as only_customers, Receiver() as everything, Receiver() as other_site:

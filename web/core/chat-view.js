@@ -1,9 +1,11 @@
 // The chat both surfaces draw: the transcript (a live region) and the composer, built from text only
-// (never markup) with the dashboard's own element builder. Every word comes from the visitor's catalogue
+// (never markup, but the server's sanitized `contentHtml` through richText) with the dashboard's own element builder. Every word comes from the visitor's catalogue
 // (core/i18n.js), and is drawn again when the language or the website's settings change.
 
 import { h } from "../app/dom.js";
 import { attachControl, filesView } from "./attachments.js";
+import { richText } from "../app/rich-text.js";
+import { emojiPicker } from "./emoji-picker.js";
 
 // the satisfaction prompt's faces, in the order they are offered; the words are the catalogue's
 const RATINGS = [["unhappy", "\u{1F641}"], ["neutral", "\u{1F610}"], ["happy", "\u{1F642}"]];
@@ -25,9 +27,10 @@ export function chatView(core) {
   const offline = h("p", { class: "offline", role: "status", hidden: true });
   const box = h("textarea", { id: id + "-box", rows: "1" });
   const files = attachControl(core, box);
+  const picker = emojiPicker(box, id);
   const label = h("label", { for: id + "-box", class: "visually-hidden" });
   const sendButton = h("button", { type: "submit", class: "send" });
-  const form = h("form", { class: "composer" }, files.input, files.button, label, box, sendButton);
+  const form = h("form", { class: "composer" }, files.input, files.button, label, box, picker.button, sendButton);
   let openReactions = null;  // the message whose emoji choice is open
   const submit = () => {
     const content = box.value.trim();
@@ -67,7 +70,8 @@ export function chatView(core) {
     const mine = m.from === "customer";
     // a draft is the agent's answer as it streams: busy, so screen readers read it once it is whole
     const item = h("div", { class: "msg " + (mine ? "mine" : "team") + (draft ? " draft" : ""), "data-id": m._id,
-      "aria-busy": draft ? "true" : null }, h("p", { class: "text", hidden: !m.content && !draft }, m.content), filesView(m.attachments));
+      "aria-busy": draft ? "true" : null }, m.deleted ? h("p", { class: "text removed" }, t("removed"))
+        : [richText(m, { class: "text", hidden: !m.content && !draft }), filesView(m.attachments)]);
     // a team member's reply names them (the AI agent is the assistant; an API key's reply names nobody)
     const who = !mine && m.operator;
     if (who) item.prepend(h("p", { class: "author" },
@@ -172,5 +176,5 @@ export function chatView(core) {
     e.textContent = core.state.i18n.ago(e.getAttribute("datetime"));
   }) : clearInterval(ticker)), TICK_MS);
   words();
-  return { root: h("div", { class: "chat" }, offline, log, typing, files.list, form), focus: () => box.focus(), log };
+  return { root: h("div", { class: "chat" }, offline, log, typing, picker.panel, files.list, form), focus: () => box.focus(), log };
 }

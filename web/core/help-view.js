@@ -2,6 +2,7 @@
 // published articles (`searchDocuments`), its results, and one article read in place. Text only.
 
 import { h } from "../app/dom.js";
+import { richText } from "../app/rich-text.js";
 
 let ids = 0;
 
@@ -23,7 +24,7 @@ export function helpView(core) {
   function openDocument(match) {
     core.document(match._id).then((d) => {
       doc.replaceChildren(h("button", { type: "button", onclick: () => { doc.hidden = true; results.hidden = false; results.focus(); } },
-        t("back")), h("h3", null, d.title), h("p", null, d.content));
+        t("back")), h("h3", null, d.title), richText(d));
       results.hidden = true;
       doc.hidden = false;
       doc.firstChild.focus();

@@ -15,7 +15,7 @@ const ENGLISH = {
   seen: "Seen", notSent: "Not sent", retry: "Retry", offline: "You are offline. Messages will be sent once the connection is back.",
   team: "Team", assistant: "Assistant", chatWith: "Chat with {name}", done: "done",
   opensAt: "We are back {when}.", leaveEmail: "Your e-mail address, to hear back from us", saveEmail: "Save",
-  emailSaved: "Thank you: we will answer you at {email}.",
+  emailSaved: "Thank you: we will answer you at {email}.", removed: "Message removed",
 };
 
 export const LANGUAGES = ["en", "fr", "de", "es", "pt", "ar"];

@@ -9,7 +9,7 @@ export const BASE_CSS = `
 [hidden]{display:none!important}
 *{box-sizing:border-box;margin:0;padding:0;font:inherit;color:inherit;border:0;background:none;letter-spacing:normal;text-transform:none}
 .root{--ink:#1f2330;--muted:#5b6070;--panel:#fff;--back:#f6f7fb;--line:#e3e6ef;--field:#cfd3df;--chip:#e3e6ef;--bad:#b42318;
-font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);text-align:start}
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif,"Apple Color Emoji","Segoe UI Emoji","Noto Color Emoji";color:var(--ink);text-align:start}
 .root.dark{--ink:#e8eaf2;--muted:#a9afc2;--panel:#1c1f2a;--back:#12141c;--line:#2e3342;--field:#454b5e;--chip:#2e3342;--bad:#ff8a80}
 @media (prefers-color-scheme:dark){.root.auto{--ink:#e8eaf2;--muted:#a9afc2;--panel:#1c1f2a;--back:#12141c;--line:#2e3342;--field:#454b5e;--chip:#2e3342;--bad:#ff8a80}}
 .visually-hidden{position:absolute!important;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
@@ -34,6 +34,7 @@ button{cursor:pointer}
 .face{display:flex;flex-direction:column;align-items:center;padding:4px 10px;border-radius:10px;border:1px solid var(--line);font-size:12px}
 .face span:first-child{font-size:22px}
 .author{display:flex;align-items:center;gap:6px;font-size:12px;color:var(--muted)}
+.removed{font-style:italic;opacity:.7}.emoji-open{background:none;border:0;font-size:18px;padding:0 4px}.emoji-panel{max-height:180px;overflow-y:auto;background:var(--panel);border-top:1px solid var(--line);padding:4px}.emoji-grid [role=row]{display:flex}.emoji{flex:1;text-align:center;font-size:20px;padding:2px;cursor:pointer;border-radius:6px}.emoji[aria-selected=true]{background:#e3e6ef;outline:2px solid var(--brand)}.msg .rich{white-space:normal}.rich ul,.rich ol{padding-left:1.2em}.rich>*{margin:0 0 .4em}.rich>:last-child{margin-bottom:0}.rich pre{white-space:pre-wrap}.mine .rich a{color:inherit}
 .avatar{width:20px;height:20px;border-radius:50%;object-fit:cover}
 .empty{color:var(--muted);text-align:center;margin:auto 8px}.away-box{margin:auto 8px;text-align:center}.away-box .opens{color:var(--muted);font-size:.9em}.contact{display:flex;flex-wrap:wrap;gap:6px;justify-content:center}.contact label{flex-basis:100%}.contact input{flex:1;min-width:0;padding:6px;border:1px solid var(--muted);border-radius:6px;font:inherit}
 .typing{padding:0 12px 6px;color:var(--muted);font-size:12px;background:var(--back)}

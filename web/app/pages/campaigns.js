@@ -5,6 +5,7 @@ import {api, get} from "../api.js";
 import {Page} from "../page.js";
 import {customerName} from "../customers.js";
 import {errorBox, field, h, replace, time} from "../dom.js";
+import {richText} from "../rich-text.js";
 
 const words = (text) => text.split(/[\s,]+/).filter(Boolean);
 const yesNo = (id) => h("select", {id}, h("option", {value: ""}, "Either"), h("option", {value: "true"}, "Yes"),
@@ -70,7 +71,7 @@ class ParleyCampaigns extends Page {
     const open = campaign.status === "draft" || campaign.status === "scheduled";
     return h("section", {class: "card", "data-id": campaign._id},
       h("h3", null, campaign.name, " ", h("span", {class: "badge"}, campaign.status)),
-      h("p", {class: "content"}, campaign.content),
+      richText(campaign, {class: "content"}),
       h("p", {class: "notice"}, campaign.scheduledAt && ["Scheduled for ", time(campaign.scheduledAt), " · "],
         `${campaign.stats.recipients} recipients, ${campaign.stats.sent} sent, ${campaign.stats.replied} replied`),
       h("div", {class: "row-actions"},
@@ -103,7 +104,7 @@ class ParleyCampaigns extends Page {
   asSeen(campaign) {
     return h("figure", {class: "campaign-look"}, h("figcaption", {class: "notice"}, "As visitors will see it:"),
       h("div", {class: "message operator"}, h("article", null,
-        h("div", {class: "meta"}, h("span", {class: "who"}, "Team")), h("p", {class: "content"}, campaign.content))));
+        h("div", {class: "meta"}, h("span", {class: "who"}, "Team")), richText(campaign, {class: "content"}))));
   }
 }
 

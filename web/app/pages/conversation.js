@@ -12,6 +12,8 @@ import {Page} from "../page.js";
 import {customer, customerName} from "../customers.js";
 import {errorBox, h, replace, time, tinted} from "../dom.js";
 import {AttachmentPicker, attachmentsView} from "../attachments.js";
+import {richText} from "../rich-text.js";
+import {emojiPicker} from "../../core/emoji-picker.js";
 
 const REACTIONS = ["👍", "❤️", "😂", "🎉", "😮", "😢"];
 const RATINGS = {happy: "😊 Happy", neutral: "😐 Neutral", unhappy: "☹️ Unhappy"};
@@ -70,7 +72,10 @@ class ParleyConversation extends Page {
     this.listen("MESSAGE_UPDATED_EVENT", (detail) => {
       const message = this.messages.get(detail.messageId);
       if (!this.ready || detail.conversationId !== this.conversationId || !message) return;
-      for (const key of ["rating", "ratingTime", "operatorRating", "operatorRatingTime", "reactions"]) if (key in detail) message[key] = detail[key];
+      for (const key of ["rating", "ratingTime", "operatorRating", "operatorRatingTime", "reactions", "content",
+                         "contentHtml", "editedAt", "deleted"]) {
+        if (key in detail) message[key] = detail[key];
+      }
       this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(message));
     });
     this.listen("cannedresponse.changed", () => { this.cannedResponses = null; }); // read again when "/" is typed
@@ -285,18 +290,61 @@ class ParleyConversation extends Page {
         h("div", {class: "meta"},
           operator && h("img", {class: "avatar", src: operator.avatarUrl, alt: "", width: 20, height: 20}),
           h("span", {class: "who"}, who), " ", time(message.creationTime),
-          message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen")),
+          message.from === "customer" && !message.internal && message.read && h("span", {class: "seen"}, " · Seen"),
+          message.editedAt && !message.deleted && h("span", {class: "edited"}, " · Edited")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
-        message.content && h("p", {class: "content"}, message.content),
-        attachmentsView(message.attachments),
+        message.deleted ? h("p", {class: "content removed"}, "Message removed") : [
+          message.content && richText(message, {class: "content"}), attachmentsView(message.attachments)],
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
         message.rating && h("p", {class: "rating"}, "Visitor rated ", RATINGS[message.rating] ?? message.rating),
         message.operatorRating && h("p", {class: "rating"}, "Team rated ",
           RATINGS[message.operatorRating] ?? message.operatorRating),
         this.reactionsView(message),
-        !this.asOf && h("div", {class: "message-actions"},
+        !this.asOf && !message.deleted && h("div", {class: "message-actions"},
           h("button", {type: "button", class: "link", onclick: () => this.quote(message)}, "Quote"),
-          this.reactionPicker(message))));
+          this.reactionPicker(message), this.changeActions(message))));
+  }
+
+  /** Edit and Delete on the signed-in operator's own messages (an admin's: any); the server holds the
+   * edit window and answers 403 outside it. */
+  changeActions(message) {
+    const own = message.operator?.operatorId === this.app.me._id;
+    if (!own && !this.app.hasRole("admin")) return null;
+    return [h("button", {type: "button", class: "link", onclick: () => this.editMessage(message)}, "Edit"),
+            h("button", {type: "button", class: "link", onclick: () => this.deleteMessage(message)}, "Delete")];
+  }
+
+  editMessage(message) {
+    const view = this.transcript.querySelector(`[data-id="${message._id}"]`);
+    const box = h("textarea", {class: "edit-box", rows: "3", "aria-label": "Edit message", value: message.content});
+    const status = h("p", {class: "notice", role: "status"});
+    const done = (changed) => view?.replaceWith(this.messageView(changed ?? message));
+    const save = async () => {
+      try {
+        done(this.remember(await api("PATCH", `/api/messages/${message._id}`, {content: box.value.trim()})));
+      } catch (error) { replace(status, error.message); }
+    };
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") done();
+      else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); save(); }
+    });
+    view?.querySelector(".content")?.replaceWith(h("div", {class: "editing"}, box,
+      h("button", {type: "button", onclick: save}, "Save"),
+      h("button", {type: "button", class: "secondary", onclick: () => done()}, "Cancel"), status));
+    box.focus();
+  }
+
+  async deleteMessage(message) {
+    if (!window.confirm("Delete this message for everyone? The visitor will see \u201cMessage removed\u201d.")) return;
+    try {
+      const deleted = this.remember(await api("DELETE", `/api/messages/${message._id}`));
+      this.transcript.querySelector(`[data-id="${message._id}"]`)?.replaceWith(this.messageView(deleted));
+    } catch (error) { window.alert(error.message); }
+  }
+
+  remember(message) {
+    this.messages.set(message._id, message);
+    return message;
   }
 
   reactionsView(message) {
@@ -358,13 +406,14 @@ class ParleyConversation extends Page {
     this.composerStatus = h("div", {"aria-live": "polite"});
     const mode = (value, label, checked) => h("label", {class: "mode"},
       h("input", {type: "radio", name: "mode", value, checked, onchange: () => this.modeChanged()}), label);
+    const picker = emojiPicker(this.textarea, "composer");
     const form = h("form", {class: "composer", onsubmit: (event) => { event.preventDefault(); this.send(form); }},
       h("fieldset", {class: "modes"}, h("legend", {class: "visually-hidden"}, "Send as"),
         mode("reply", "Reply to the visitor", true), mode("note", "Internal note", false)),
-      this.quoting, this.textarea, this.suggestions);
+      this.quoting, this.textarea, this.suggestions, picker.panel);
     this.picker = new AttachmentPicker(form, this.textarea, this.composerStatus);
     form.append(this.picker.list, h("div", {class: "composer-actions"}, this.picker.input, this.picker.button,
-      h("button", {type: "submit", id: "send"}, "Send")), this.composerStatus);
+      picker.button, h("button", {type: "submit", id: "send"}, "Send")), this.composerStatus);
     this.textarea.addEventListener("input", () => { this.suggest(); this.typed(); });
     this.textarea.addEventListener("blur", () => this.stopTyping());
     this.textarea.addEventListener("keydown", (event) => this.composerKey(event, form));

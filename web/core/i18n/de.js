@@ -13,4 +13,5 @@ export default {
   assistant: "Assistent", chatWith: "Mit {name} chatten", done: "erledigt",
   opensAt: "Wir sind zur\u00FCck am {when}.", leaveEmail: "Ihre E-Mail-Adresse f\u00FCr unsere Antwort", saveEmail: "Speichern",
   emailSaved: "Danke: Wir antworten Ihnen an {email}.",
+  removed: "Nachricht entfernt",
 };

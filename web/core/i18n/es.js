@@ -14,4 +14,5 @@ export default {
   assistant: "Asistente", chatWith: "Habla con {name}", done: "hecho",
   opensAt: "Volvemos el {when}.", leaveEmail: "Tu correo electr\u00F3nico, para responderte", saveEmail: "Guardar",
   emailSaved: "Gracias: te responderemos a {email}.",
+  removed: "Mensaje eliminado",
 };

@@ -14,4 +14,5 @@ export default {
   assistant: "Assistant", chatWith: "Discuter avec {name}", done: "fait",
   opensAt: "Nous revenons le {when}.", leaveEmail: "Votre adresse e-mail, pour recevoir notre r\u00E9ponse", saveEmail: "Enregistrer",
   emailSaved: "Merci\u00A0: nous vous r\u00E9pondrons \u00E0 {email}.",
+  removed: "Message supprim\u00E9",
 };

@@ -13,4 +13,5 @@ export default {
   team: "Equipa", assistant: "Assistente", chatWith: "Fale com {name}", done: "feito",
   opensAt: "Voltamos em {when}.", leaveEmail: "O seu e-mail, para lhe respondermos", saveEmail: "Guardar",
   emailSaved: "Obrigado: responderemos para {email}.",
+  removed: "Mensagem removida",
 };

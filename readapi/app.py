@@ -14,10 +14,15 @@ from readapi.mounted import MountedApp
 from readapi.problems import EXCEPTION_HANDLERS
 from readapi.routes import (accounts, agent, assignment, attachments, audit, avatars, batch, campaigns,
                             canned_responses, chat, conversation_flags, conversation_history, conversation_search,
-                            docs, documents, events, from, health, hours, import, mail, message_changes,
-                            message_feedback, notifications, operators, pets, readapi, realtime, reports, resources,
-                            sandbox, services, sso, team, two_factor, web_files, webhooks, widget, workflow,
-                            workspace,
+                            docs, documents, events, health, hours, mail, message_changes, message_feedback,
+                            notifications, operators, pets, realtime, reports, resources, sandbox, sso, team,
+                            two_factor, web_files, webhooks, widget, workflow, workspace)
+from readapi.services import Services
+
+ROUTE_MODULES = [resources, operators, batch, documents, sandbox, chat, message_feedback, message_changes,
+                 conversation_flags, realtime, webhooks, workspace, reports, events, conversation_history, campaigns,
+                 web_files, docs, health, agent, pets, team, audit, sso, accounts, avatars, two_factor, mail,
+                 attachments, conversation_search, canned_responses, workflow, assignment, notifications, hours, widget]
 
 
 def create_app(services: Services, mounted: MountedApp | None = None,

@@ -61,36 +61,6 @@ class ConversationLabeledData(msgspec.Struct, rename="camel"):
     removed: list[LabelRef]
 
 
-# What the workflow's webhook events carry, by name (the OpenAPI document's `webhooks` section shows them).
-WORKFLOW_WEBHOOKS: dict[str, type[msgspec.Struct]] = {
-    "conversation.assigned": ConversationAssignedData, "conversation.resolved": ConversationStateData,
-    "conversation.reopened": ConversationStateData, "conversation.labeled": ConversationLabeledData}
-# Every webhook event's `data`, by name
-WEBHOOK_DATA: dict[str, type[msgspec.Struct]] = {
-    "message.created": Message, "conversation.created": ConversationRecord, "customer.created": Customer,
-    **WORKFLOW_WEBHOOKS}
-WORKFLOW_EVENTS = (ev.ConversationAssigned, ev.ConversationUpdated, ev.ConversationLabelsChanged)
-
-
-def workflow_webhook_event(event: ev.Event, website_id: uuid.UUID,
-                           label_names: Mapping[uuid.UUID, str]) -> tuple[str, bytes] | None:
-    """(event name, body) for a change of the team's workflow on a conversation that is not operator-only."""
-    data: msgspec.Struct
-    if isinstance(event, ev.ConversationAssigned):
-        name, data = "conversation.assigned", ConversationAssignedData(event.conversation_id, website_id,
-                                                                       event.assignee_id, event.team_id)
-    elif isinstance(event, ev.ConversationUpdated) and event.resolved is not None:
-        name = "conversation.resolved" if event.resolved else "conversation.reopened"
-        data = ConversationStateData(event.conversation_id, website_id)
-    elif isinstance(event, ev.ConversationLabelsChanged):
-        name, data = "conversation.labeled", ConversationLabeledData(
-            event.conversation_id, website_id, [LabelRef(i, label_names.get(i)) for i in event.added],
-            [LabelRef(i, label_names.get(i)) for i in event.removed])
-    else:
-        return None
-    return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))
-
-
 class MessageChange(msgspec.Struct, rename={"id": "_id", "conversation_id": "conversationId",
                                             "website_id": "websiteId", "content_html": "contentHtml",
                                             "edited_at": "editedAt"}):
@@ -111,6 +81,36 @@ def message_change(event: ev.MessageEdited | ev.MessageDeleted) -> MessageChange
         return MessageChange(event.message_id, event.conversation_id, event.website_id, event.edited_content,
                              render_markdown(event.edited_content), event.at, False)
     return MessageChange(event.message_id, event.conversation_id, event.website_id, "", "", None, True)
+
+
+# What the workflow's webhook events carry, by name (the OpenAPI document's `webhooks` section shows them).
+WORKFLOW_WEBHOOKS: dict[str, type[msgspec.Struct]] = {
+    "conversation.assigned": ConversationAssignedData, "conversation.resolved": ConversationStateData,
+    "conversation.reopened": ConversationStateData, "conversation.labeled": ConversationLabeledData}
+# Every webhook event's `data`, by name
+WEBHOOK_DATA: dict[str, type[msgspec.Struct]] = {
+    "message.created": Message, "conversation.created": ConversationRecord, "customer.created": Customer,
+    **WORKFLOW_WEBHOOKS, "message.updated": MessageChange, "message.deleted": MessageChange}
+WORKFLOW_EVENTS = (ev.ConversationAssigned, ev.ConversationUpdated, ev.ConversationLabelsChanged)
+
+
+def workflow_webhook_event(event: ev.Event, website_id: uuid.UUID,
+                           label_names: Mapping[uuid.UUID, str]) -> tuple[str, bytes] | None:
+    """(event name, body) for a change of the team's workflow on a conversation that is not operator-only."""
+    data: msgspec.Struct
+    if isinstance(event, ev.ConversationAssigned):
+        name, data = "conversation.assigned", ConversationAssignedData(event.conversation_id, website_id,
+                                                                       event.assignee_id, event.team_id)
+    elif isinstance(event, ev.ConversationUpdated) and event.resolved is not None:
+        name = "conversation.resolved" if event.resolved else "conversation.reopened"
+        data = ConversationStateData(event.conversation_id, website_id)
+    elif isinstance(event, ev.ConversationLabelsChanged):
+        name, data = "conversation.labeled", ConversationLabeledData(
+            event.conversation_id, website_id, [LabelRef(i, label_names.get(i)) for i in event.added],
+            [LabelRef(i, label_names.get(i)) for i in event.removed])
+    else:
+        return None
+    return name, msgspec.json.encode(Envelope(name, int(event.at.timestamp()), data))
 
 
 def webhook_event(event: ev.Event, private_conversation: bool,

@@ -134,7 +134,7 @@ def test_visitor_posts_and_reads_own_transcript(http, tenant):
         ("customer", "Hello?"), ("operator", "Hi! How can we help?"), ("customer", "Thanks")]
     assert set(transcript[1]) == {"_id", "conversationId", "content", "from", "replyToMessageId", "creationTime",
                                   "rating", "ratingTime", "author", "incomplete", "reactions", "operator",
-                                  "attachments", "readAt"}
+                                  "attachments", "readAt", "editedAt", "deleted", "contentHtml"}
     # the team member who replied, by display name and avatar: nothing else of them
     assert set(transcript[1]["operator"]) == {"operatorId", "displayName", "avatarUrl"}
     # the team sees the visitor's message as from the customer

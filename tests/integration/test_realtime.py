@@ -93,7 +93,7 @@ def test_visitor_stream_pushes_only_what_the_visitor_may_see(server, http, tenan
     assert pushed[2].data == {"messageId": answer["_id"]}  # id-only
     assert set(pushed[1].data) == {"_id", "conversationId", "content", "from", "replyToMessageId", "creationTime",
                                    "rating", "ratingTime", "author", "incomplete", "reactions", "operator",
-                                  "attachments", "editedAt", "deleted", "contentHtml"}
+                                   "attachments", "readAt", "editedAt", "deleted", "contentHtml"}
     assert set(pushed[1].data["operator"]) == {"operatorId", "displayName", "avatarUrl"}  # never the e-mail
     assert "operatorOnly" not in pushed[3].data
 

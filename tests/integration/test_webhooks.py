@@ -209,7 +209,7 @@ def test_another_organizations_subscription_is_404(hc, hooks, site):
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"url": "http://127.0.0.1:9/a", "events": ["message.deleted"]}, "events"),
+    ({"url": "http://127.0.0.1:9/a", "events": ["message.exploded"]}, "events"),
     ({"url": "http://127.0.0.1:9/a", "events": "message.created"}, "events"),
     ({"events": []}, None),
     ({"url": "ftp://127.0.0.1/a"}, "url"),

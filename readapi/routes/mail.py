@@ -23,7 +23,8 @@ from readapi.services import json_response, run_command, services, written
 log = logging.getLogger("parley.mail")
 
 INBOUND = RawBody(("message/rfc822",), "The message as received: RFC 5322, headers and body, MIME parts included.")
-PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                                           "frame-ancestors 'none'",
                 "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 

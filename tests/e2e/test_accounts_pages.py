@@ -64,7 +64,7 @@ def test_an_invitation_from_the_operators_page_to_the_first_sign_in(new_page, se
     invitee.keyboard.press("Enter")  # the form by keyboard alone
     invitee.wait_for_selector("parley-inbox[data-ready]")
     assert invitee.text_content("header .me") == "Bo Invited"
-    assert invitee.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Reports"]
+    assert invitee.locator("nav a").all_text_contents() == ["Inbox", "Help documents", "Canned responses", "Reports"]
     assert "#" not in invitee.url  # the token left the address bar
 
     owner.reload()

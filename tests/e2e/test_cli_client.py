@@ -372,7 +372,7 @@ def test_bash_completion_is_generated_from_the_parser(tmp_path):
     assert completed_in_bash(script, "parley docs ") == ["import", "search"]
     assert set(completed_in_bash(script, "parley docs import ./help --")) == {
         "--help", "--data-dir", "--website", "--locale", "--publish", "--profile"}
-    assert completed_in_bash(script, "parley conversations --filter un") == ["unread", "unresolved"]
+    assert completed_in_bash(script, "parley conversations --filter un") == ["unread", "unresolved", "unassigned"]
     # an option's value is not read as a command: `docs` here is a website's name
     assert completed_in_bash(script, "parley conversations --website docs --w") == ["--website", "--watch"]
     assert completed_in_bash(script, "parley completion ") == ["bash", "zsh"]

@@ -27,11 +27,16 @@ MAX_AWAY_MESSAGE = 2000
 AWAY_AUTHOR = "away"  # the author of an away reply (sender operator, no operator)
 
 
+# One opening range, ["09:00", "17:00"]: a two-item array (not a tuple, whose JSON Schema, prefixItems, some
+# OpenAPI tools cannot read).
+OpeningRange = Annotated[list[str], msgspec.Meta(min_length=2, max_length=2)]
+
+
 class HoursUpdate(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
     """A website's business hours, whole: `{timezone, weekly, holidays, awayMessage}`."""
 
     timezone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-    weekly: dict[str, list[tuple[str, str]]]
+    weekly: dict[str, list[OpeningRange]]
     holidays: list[str] = []
     away_message: Annotated[str, msgspec.Meta(max_length=MAX_AWAY_MESSAGE)] | None = None
 

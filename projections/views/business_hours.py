@@ -25,6 +25,8 @@ from zoneinfo import ZoneInfo
 import msgspec
 import psycopg
 
+from commands.hours import OpeningRange
+
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 SEARCH_DAYS = 400  # how far ahead `nextOpenAt` looks (past a year of holidays)
 
@@ -33,12 +35,12 @@ class BusinessHours(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     """`{timezone, weekly, holidays, awayMessage}`."""
 
     timezone: str
-    weekly: dict[str, list[tuple[str, str]]]
+    weekly: dict[str, list[OpeningRange]]
     holidays: list[str] = []
     away_message: str | None = None
 
 
-DEFAULT_HOURS = BusinessHours("UTC", {day: [("00:00", "24:00")] for day in DAYS})
+DEFAULT_HOURS = BusinessHours("UTC", {day: [["00:00", "24:00"]] for day in DAYS})
 
 
 class OpenState(msgspec.Struct, rename="camel"):
@@ -107,7 +109,7 @@ def hours_of(row: tuple | None) -> BusinessHours | None:
     if row is None:
         return None
     timezone_name, weekly, holidays, away_message = row
-    return BusinessHours(timezone_name, {day: [tuple(r) for r in ranges] for day, ranges in weekly.items()},
+    return BusinessHours(timezone_name, {day: [list(r) for r in ranges] for day, ranges in weekly.items()},
                          list(holidays), away_message)
 
 

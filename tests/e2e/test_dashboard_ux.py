@@ -117,7 +117,7 @@ def test_the_navigation_and_the_header_whole_at_a_phone_s_width(browser, server,
     try:
         page = Dashboard(context, server, tenant).sign_in().page
         links = page.locator("nav[aria-label=Main] a")
-        assert links.count() == 10  # an owner's every page, API keys to Organization
+        assert links.count() == 12  # an owner's every page, API keys to Organization
         for index in range(links.count()):
             box = links.nth(index).bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= 390, links.nth(index).text_content()

@@ -294,7 +294,9 @@ class ParleyConversation extends Page {
           message.editedAt && !message.deleted && h("span", {class: "edited"}, " · Edited")),
         quoted && h("blockquote", {class: "quote"}, quoted.content.slice(0, 200)),
         message.deleted ? h("p", {class: "content removed"}, "Message removed") : [
-          message.content && richText(message, {class: "content"}), attachmentsView(message.attachments)],
+          // an empty text is still shown, but for a message of files only: the agent's answer streams into it
+          (message.content || !message.attachments?.length) && richText(message, {class: "content"}),
+          attachmentsView(message.attachments)],
         message.incomplete && h("p", {class: "notice"}, "The agent's answer was cut short."),
         message.rating && h("p", {class: "rating"}, "Visitor rated ", RATINGS[message.rating] ?? message.rating),
         message.operatorRating && h("p", {class: "rating"}, "Team rated ",

@@ -27,7 +27,7 @@ from events.sealing import Sealer
 from events.store import EventStore, Pending
 from events.ids import new_id, parse_id
 
-UNVERIFIED_EMAIL = r"^[^@\s<>()\[\],;:\"]+@[^@\s<>()\[\],;:\"]+\.[^@\s<>()\[\],;:\"]+$"
+UNVERIFIED_EMAIL = r'^[^@\s<>()\[\],;:"]+@[^@\s<>()\[\],;:"]+\.[^@\s<>()\[\],;:"]+$'
 MetadataKey = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, msgspec.Meta(max_length=1000)]
 

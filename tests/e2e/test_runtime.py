@@ -331,7 +331,7 @@ def test_an_api_key_rate_beyond_what_the_read_model_holds_is_refused(server, ten
 def test_every_setting_is_read_from_its_variable(monkeypatch):
     samples = {"data_dir": "/srv/parley", "port": "0", "workers_process": "0", "embedded_fsync": "0",
                "read_wait_seconds": "1.5", "rate_operator_per_minute": "5", "nats_replicas": "3",
-               "signin_failures_per_account": "5"}
+               "signin_failures_per_account": "5", "attachment_link_seconds": "600"}
     for variable, (name, _) in ENVIRONMENT.items():
         monkeypatch.setenv(variable, samples.get(name, "7" if name.endswith(("_minute", "_seconds", "_concurrency",
                                                                                "_bytes", "_size", "_attempts"))

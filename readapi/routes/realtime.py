@@ -144,7 +144,7 @@ async def team_typing(request: Request, principal: Authenticated, payload: Decod
           description="Ephemeral: no event is stored. The organization's open dashboards receive a live "
                       "`visitor.typing` frame ({conversationId, typing}). 404 for a conversation that is not the "
                       "visitor's. The widget sends `true` at most every 3 s while the visitor types.",
-          operation_id="sendChatTypingIndicator")
+          errors=(404,), operation_id="sendChatTypingIndicator")
 @post("/api/chat/typing", status_code=200)  # the Response below sets 204
 async def visitor_typing(request: Request, principal: Authenticated, payload: Decoded[VisitorTypingUpdate]) -> Response:
     hub = services(request).hub

@@ -117,7 +117,9 @@ def test_schemathesis_finds_nothing(fuzzed, run_settings, tmp_path, group):
         [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(settings), "--no-color", "run",
          f"{fuzzed.base_url}/schema/openapi.json", *selection, "--checks", "all",
          "--exclude-checks", "positive_data_acceptance", "--max-response-time", "60", "--mode", "all",
-         "--phases", PHASES, "--workers", "2"],
+         "--phases", PHASES, "--workers", "2",
+         # a raw e-mail (message/rfc822), which Schemathesis cannot write; tests/integration/test_mail.py sends real ones
+         "--exclude-path", "/api/mail/inbound"],
         capture_output=True, text=True, timeout=280, cwd=tmp_path)
     print(run.stdout[-30000:], run.stderr[-5000:])
     if group == EVERYTHING_ELSE and "No operations" in run.stdout + run.stderr:

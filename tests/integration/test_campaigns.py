@@ -40,6 +40,7 @@ def test_a_draft_is_created_read_listed_edited_and_deleted(http, tenant):
     draft = create(http, tenant, audience={"language": ["EN", "fr_CA"], "identified": True})
     assert draft | {"_id": None, "createdAt": None} == {
         "_id": None, "websiteId": str(tenant.website_id), "name": "Spring sale", "content": "20% off today",
+        "contentHtml": "<p>20% off today</p>",
         "audience": {"language": ["en", "fr-ca"], "identified": True}, "status": "draft", "scheduledAt": None,
         "createdAt": None, "sentAt": None, "stats": {"recipients": 0, "sent": 0, "replied": 0}}
     assert http.get(f"/api/campaigns/{draft['_id']}", headers=tenant.operator).json() == draft

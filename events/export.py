@@ -71,9 +71,18 @@ class Columns:
             (f.name, decoded, _default(f)) if _default(f) is not msgspec.NODEFAULT else (f.name, decoded)
             for f, (_, decoded) in zip(fields, kinds))])
         schema = pa.schema([("position", pa.int64()), ("occurredAt", TIMESTAMP), ("streamId", pa.string()),
-                            *((f.encode_name, arrow) for f, (arrow, _) in zip(fields, kinds))])
+                            *((column_name(f.encode_name), arrow) for f, (arrow, _) in zip(fields, kinds))])
         raw = tuple(3 + i for i, (_, decoded) in enumerate(kinds) if decoded is msgspec.Raw)
         return cls(schema, msgspec.json.Decoder(row), raw)
+
+
+LINE_COLUMNS = ("position", "occurredAt", "streamId")
+
+
+def column_name(field: str) -> str:
+    """A shape's field as a column: one named like a line's own column (a launcher's `position`) is prefixed
+    with `event`, so the file's columns stay unique."""
+    return "event" + field[0].upper() + field[1:] if field in LINE_COLUMNS else field
 
 
 def _default(f: msgspec.structs.FieldInfo):

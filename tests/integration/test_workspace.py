@@ -205,7 +205,7 @@ def test_operators_lists_the_organization_s_operators_only(http, tenant, other_t
     listed = http.get("/api/operators", headers=tenant.operator)
     assert listed.status_code == 200
     assert [o["email"] for o in listed.json()] == [tenant.operator_email]
-    assert set(listed.json()[0]) == {"_id", "email", "displayName", "role", "status", "createdAt"}
+    assert set(listed.json()[0]) == {"_id", "email", "displayName", "role", "status", "availability", "createdAt"}
     me = http.get("/api/operators/me", headers=other_tenant.operator).json()
     assert (me["email"], me["role"]) == (other_tenant.operator_email, "owner")
     problem(http.get("/api/operators", headers=tenant.key()), 403)

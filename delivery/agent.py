@@ -45,7 +45,7 @@ from events import types as ev
 from events.sealing import Sealer
 from events.store import EventStore, Pending, StreamConflict
 from events.ids import new_id
-from events.supervision import keep_running, listen_for_wakes, woken_or_after
+from events.supervision import keep_running, work_when_woken
 from projections.agent import WAKE_CHANNEL, AgentProjection
 from projections.views.agent_runs import ANSWERED_ACTIONS, CLAIM, NEXT_DUE, TRANSCRIPT
 from projections.chat import VisitorContext, visitor_context
@@ -332,27 +332,24 @@ class Worker:
                                             limits=httpx.Limits(max_connections=s.agent_concurrency),
                                             headers={"User-Agent": USER_AGENT})
             live = asyncio.create_task(self.live.run())
-            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
-            listener.add_done_callback(lambda _: self.wake.set())
             try:
-                while True:
-                    self.wake.clear()
-                    wait = MAX_WAIT_SECONDS
-                    free = s.agent_concurrency - len(self.tasks)
-                    if free > 0:
-                        for row in await self._claim(free):
-                            self._start(row)
-                        wait = await self._next_due()
-                    await woken_or_after(self.wake, max(0.005, min(MAX_WAIT_SECONDS, wait)))
-                    if listener.done():
-                        listener.result()  # its connection broke: start again
+                await work_when_woken(self.database_url, WAKE_CHANNEL, self.wake, self._start_due)
             finally:
-                listener.cancel()
                 live.cancel()
                 for task in self.tasks:
                     task.cancel()
-                await asyncio.gather(listener, live, *self.tasks, return_exceptions=True)
+                await asyncio.gather(live, *self.tasks, return_exceptions=True)
                 await self.client.aclose()
+
+    async def _start_due(self) -> float:
+        """Starts the runs that are due, as many as it may; the seconds until it should look again."""
+        wait = MAX_WAIT_SECONDS
+        free = self.settings.agent_concurrency - len(self.tasks)
+        if free > 0:
+            for row in await self._claim(free):
+                self._start(row)
+            wait = await self._next_due()
+        return max(0.005, min(MAX_WAIT_SECONDS, wait))
 
     async def _claim(self, limit: int) -> list[Claimed]:
         lease = self.settings.agent_run_seconds + LEASE_MARGIN_SECONDS

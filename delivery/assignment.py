@@ -26,7 +26,7 @@ from commands.deciders.assignment import choose_assignee
 from events import types as ev
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.store import EventStore
-from events.supervision import keep_running, listen_for_wakes, woken_or_after
+from events.supervision import keep_running, work_when_woken
 from projections.assignment import WAKE_CHANNEL, AssignmentProjection
 from projections.runner import current_positions, ensure_tables
 from projections.views.assignment import Waiting, candidates, waiting
@@ -57,19 +57,12 @@ class Assigner:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, AssignmentProjection())
-            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
-            listener.add_done_callback(lambda _: self.wake.set())
-            try:
-                while True:
-                    self.wake.clear()
-                    if await self.assign_round(pool):
-                        continue  # there may be more: the next round first sees these appends counted
-                    await woken_or_after(self.wake, MAX_WAIT_SECONDS)
-                    if listener.done():
-                        listener.result()  # its connection broke: start again
-            finally:
-                listener.cancel()
-                await asyncio.gather(listener, return_exceptions=True)
+            # after a round that appended, the next looks at once: it first sees these appends counted
+            await work_when_woken(self.database_url, WAKE_CHANNEL, self.wake,
+                                  lambda: self._round_then_wait(pool))
+
+    async def _round_then_wait(self, pool: AsyncConnectionPool) -> float:
+        return 0 if await self.assign_round(pool) else MAX_WAIT_SECONDS
 
     async def assign_round(self, pool: AsyncConnectionPool) -> bool:
         """Assigns what it can of the waiting conversations; whether it appended anything."""

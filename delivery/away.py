@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from commands.hours import post_away_reply
 from events.store import EventStore
-from events.supervision import keep_running, listen_for_wakes, woken_or_after
+from events.supervision import keep_running, work_when_woken
 from projections.hours import WAKE_CHANNEL, HoursProjection
 from projections.runner import ensure_tables
 from projections.views.business_hours import away_reply_posted, due_away_replies
@@ -39,18 +39,11 @@ class AwayReplier:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, HoursProjection())
-            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
-            try:
-                while True:
-                    self.wake.clear()
-                    while await self._post_due(pool):
-                        pass
-                    await woken_or_after(self.wake, MAX_WAIT_SECONDS)
-                    if listener.done():
-                        listener.result()  # its connection broke: start again
-            finally:
-                listener.cancel()
-                await asyncio.gather(listener, return_exceptions=True)
+            await work_when_woken(self.database_url, WAKE_CHANNEL, self.wake,
+                                  lambda: self._post_then_wait(pool))
+
+    async def _post_then_wait(self, pool: AsyncConnectionPool) -> float:
+        return 0 if await self._post_due(pool) else MAX_WAIT_SECONDS
 
     async def _post_due(self, pool: AsyncConnectionPool) -> int:
         async with pool.connection() as conn:

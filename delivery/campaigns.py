@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 from commands.campaigns import Campaign, load_campaign, send_step
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.store import EventStore, StreamConflict
-from events.supervision import keep_running, listen_for_wakes, woken_or_after
+from events.supervision import keep_running, work_when_woken
 from projections.campaigns import WAKE_CHANNEL, CampaignsProjection
 from projections.runner import current_positions, ensure_tables
 from projections.views.campaigns import PENDING, audience_of
@@ -57,26 +57,18 @@ class Sender:
                                        kwargs={"autocommit": True}) as pool:
             async with pool.connection() as conn:
                 await ensure_tables(conn, CampaignsProjection())
-            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
-            listener.add_done_callback(lambda _: self.wake.set())
             try:
-                while True:
-                    self.wake.clear()
-                    wait = await self._start_due(pool)
-                    await woken_or_after(self.wake, wait)
-                    if listener.done():
-                        listener.result()  # its connection broke: start again
-                    for task in [t for t in self.sending.values() if t.done()]:
-                        task.result()  # a send that failed (PostgreSQL gone): start again, resuming it
+                await work_when_woken(self.database_url, WAKE_CHANNEL, self.wake, lambda: self._start_due(pool))
             finally:
-                tasks = [listener, *self.sending.values()]
-                for task in tasks:
+                for task in self.sending.values():
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*self.sending.values(), return_exceptions=True)
                 self.sending.clear()
 
     async def _start_due(self, pool: AsyncConnectionPool) -> float:
         """Starts a task for each campaign that is sending or due; returns the seconds until the next is due."""
+        for task in [t for t in self.sending.values() if t.done()]:
+            task.result()  # a send that failed (PostgreSQL gone): start again, resuming it
         async with pool.connection() as conn:
             rows = await (await conn.execute(PENDING)).fetchall()
         wait, at = MAX_WAIT_SECONDS, datetime.now(timezone.utc)

@@ -34,7 +34,7 @@ from commands.mail import reply_address, unsubscribe_token
 from delivery import mail_templates as templates
 from events.leadership import DEFAULT_LEASE_SECONDS, Fence, Lease
 from events.sealing import Sealer
-from events.supervision import keep_running, listen_for_wakes, woken_or_after
+from events.supervision import keep_running, work_when_woken
 from projections.mail import WAKE_CHANNEL, MailProjection
 from projections.notifications import NotificationsProjection
 from projections.runner import ensure_tables
@@ -234,27 +234,19 @@ class Mailer:
             async with pool.connection() as conn:
                 # the preferences the digests follow are the notifications read model's
                 await ensure_tables(conn, MailProjection(self.digest_seconds), NotificationsProjection())
-            listener = asyncio.create_task(listen_for_wakes(self.database_url, WAKE_CHANNEL, self.wake))
-            listener.add_done_callback(lambda _: self.wake.set())
-            try:
-                while True:
-                    self.wake.clear()
-                    async with pool.connection() as conn:
-                        for row_id, in await (await conn.execute(outbox.UNCERTAIN)).fetchall():
-                            log.warning("mail %s: its worker stopped while the SMTP server took it; marked "
-                                        "uncertain, not sent again", row_id)
-                        claimed, wait = await outbox.claim(conn, CLAIM_BATCH, self.row_lease_seconds)
-                        for row in claimed:
-                            await self._send(conn, row)
-                        await self._mark_sent(conn)
-                    if len(claimed) == CLAIM_BATCH:
-                        continue
-                    await woken_or_after(self.wake, min(MAX_WAIT_SECONDS, max(0.0, wait or MAX_WAIT_SECONDS)))
-                    if listener.done():
-                        listener.result()  # its connection broke: start again
-            finally:
-                listener.cancel()
-                await asyncio.gather(listener, return_exceptions=True)
+            await work_when_woken(self.database_url, WAKE_CHANNEL, self.wake, lambda: self._send_due(pool))
+
+    async def _send_due(self, pool: AsyncConnectionPool) -> float:
+        """Sends a batch of the due mail; the seconds until the next is due (0: a full batch, more may wait)."""
+        async with pool.connection() as conn:
+            for row_id, in await (await conn.execute(outbox.UNCERTAIN)).fetchall():
+                log.warning("mail %s: its worker stopped while the SMTP server took it; marked "
+                            "uncertain, not sent again", row_id)
+            claimed, wait = await outbox.claim(conn, CLAIM_BATCH, self.row_lease_seconds)
+            for row in claimed:
+                await self._send(conn, row)
+            await self._mark_sent(conn)
+        return 0 if len(claimed) == CLAIM_BATCH else min(MAX_WAIT_SECONDS, max(0.0, wait or MAX_WAIT_SECONDS))
 
     async def _mark_sent(self, conn: psycopg.AsyncConnection) -> None:
         if self.sent:

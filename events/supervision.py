@@ -47,6 +47,26 @@ async def listen_for_wakes(database_url: str, channel: str, wake: asyncio.Event)
             wake.set()
 
 
+async def work_when_woken(database_url: str, channel: str, wake: asyncio.Event,
+                          look: Callable[[], Awaitable[float]]) -> None:
+    """A worker's loop: `look` does what is due and returns the seconds until it should look again (0: at
+    once, there may be more); it looks sooner when a NOTIFY on `channel` sets `wake`. Raises when the
+    listening connection breaks, so that the worker's supervisor starts it again."""
+    listener = asyncio.create_task(listen_for_wakes(database_url, channel, wake))
+    listener.add_done_callback(lambda _: wake.set())
+    try:
+        while True:
+            wake.clear()
+            wait = await look()
+            if wait > 0:
+                await woken_or_after(wake, wait)
+            if listener.done():
+                listener.result()  # its connection broke: start again
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+
+
 async def woken_or_after(wake: asyncio.Event, seconds: float) -> None:
     """Returns once `wake` is set, or after `seconds`."""
     try:

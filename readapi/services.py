@@ -149,6 +149,12 @@ async def written(request: Request, created: Created, projections: tuple[str, ..
                           {POSITION_HEADER: str(created.position)})
 
 
+async def no_content(request: Request, created: Created, projections: tuple[str, ...] = ("core",)) -> Response:
+    """204 for a write the read models already show (a deletion), with its position."""
+    await written(request, created, projections)
+    return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
+
+
 async def caught_up(request: Request, projections: tuple[str, ...] = ("core",),
                     behind: str = "the latest changes are still being applied") -> None:
     """Read-your-writes for an authenticated request: waits until the read models it queries hold every

@@ -19,7 +19,7 @@ from projections.views.campaigns import Campaign, Preview, list_campaigns, previ
 from projections.views.cursors import PAGE_MAX, CursorPage
 from readapi.listing import snapshot
 from readapi.openapi import LIMIT, SKIP, ListOf, describe, fields_parameter, partial, query
-from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, no_content, run_command, services, written
 
 READ_MODELS = ("campaigns",)
 # The audience reads customers, their conversations and messages (core) and their chat sessions (chat).
@@ -92,8 +92,7 @@ async def update_route(request: Request, principal: Authenticated, payload: Deco
 @delete("/api/campaigns/{campaign_id:str}", status_code=200)  # the Response below sets 204
 async def delete_route(request: Request, principal: Authenticated, campaign_id: FromPath[str]) -> Response:
     created = await run_command(request, campaigns.delete_campaign, principal, parse_id(campaign_id))
-    await written(request, created, READ_MODELS)
-    return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
+    return await no_content(request, created, READ_MODELS)
 
 
 @describe("Schedule a draft, or move a scheduled campaign's time", ADMIN, body=campaigns.CampaignSchedule,

@@ -3,8 +3,6 @@ own personal ones and writes personal ones; the organization's are an admin's to
 
 from __future__ import annotations
 
-import uuid
-
 from litestar import Request, Response, delete, get, post, put
 from litestar.params import FromPath
 

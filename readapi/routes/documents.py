@@ -24,7 +24,7 @@ from projections.views.documents import DOCUMENTS, Document, DocumentImported, l
 from projections.views.document_search import Match
 from readapi.listing import Listing, listing_response, register
 from readapi.openapi import ID, ListOf, collection_query, describe, partial, query
-from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, no_content, run_command, services, written
 from readapi.unavailable import Unavailable
 
 READ_MODELS = ("documents",)
@@ -145,8 +145,7 @@ async def update_document(request: Request, principal: Authenticated, payload: D
 @delete("/api/documents/{document_id:str}", status_code=200)  # the Response below sets 204
 async def delete_document(request: Request, principal: Authenticated, document_id: FromPath[str]) -> Response:
     created = await run_command(request, documents.delete_document, principal, parse_id(document_id))
-    await written(request, created, READ_MODELS)
-    return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
+    return await no_content(request, created, READ_MODELS)
 
 
 ROUTES = [list_documents_route, search_route, chat_search_route, chat_document, get_document, create_document,

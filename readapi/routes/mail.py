@@ -14,7 +14,7 @@ from litestar.params import FromPath
 
 from commands import mail
 from commands.admin import Created
-from commands.errors import Invalid, Unauthorized
+from commands.errors import Unauthorized
 from readapi.auth import OPERATOR, PUBLIC, Authenticated
 from readapi.openapi import RawBody, describe
 from readapi.problems import problem

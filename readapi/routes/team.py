@@ -16,7 +16,7 @@ from projections.views.operators import member_ids
 from readapi.auth import ADMIN, OPERATOR, OPERATOR_ENROLLING, Authenticated, Decoded
 from readapi.openapi import describe
 from readapi.routes.resources import one_response
-from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
+from readapi.services import caught_up, json_response, no_content, run_command, services, written
 
 
 async def team_ids(request: Request, principal: Principal) -> list:
@@ -51,8 +51,7 @@ async def change_operator(request: Request, operator_id: FromPath[str], principa
 async def remove_operator(request: Request, operator_id: FromPath[str], principal: Authenticated) -> Response:
     created = await run_command(request, team.remove_operator, principal, parse_id(operator_id),
                                 await team_ids(request, principal))
-    await written(request, created)
-    return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
+    return await no_content(request, created)
 
 
 async def availability_response(request: Request, principal: Principal, active: bool,

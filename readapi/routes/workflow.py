@@ -7,18 +7,12 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.params import FromPath
 
 from commands import labels, teams
-from commands.admin import Created
 from events.ids import parse_id
 from projections.views.workflow import LABELS, TEAMS, Label, Team, read_all
 from readapi.auth import ADMIN, OPERATOR, Authenticated, Decoded
 from readapi.openapi import ID, ListOf, describe
 from readapi.routes.resources import one_response
-from readapi.services import POSITION_HEADER, caught_up, json_response, run_command, services, written
-
-
-async def deleted(request: Request, created: Created) -> Response:
-    await written(request, created)
-    return Response(b"", status_code=204, headers={POSITION_HEADER: str(created.position)})
+from readapi.services import caught_up, json_response, no_content, run_command, services
 
 
 @describe("List the organization's teams", OPERATOR, answer=ListOf(Team), operation_id="listTeams")
@@ -51,7 +45,7 @@ async def update_team(request: Request, principal: Authenticated, payload: Decod
           status=204, operation_id="deleteTeam")
 @delete("/api/teams/{team_id:str}", status_code=200)  # the Response sets 204
 async def delete_team(request: Request, principal: Authenticated, team_id: FromPath[str]) -> Response:
-    return await deleted(request, await run_command(request, teams.delete_team, principal, parse_id(team_id)))
+    return await no_content(request, await run_command(request, teams.delete_team, principal, parse_id(team_id)))
 
 
 @describe("List the organization's labels", OPERATOR, answer=ListOf(Label), operation_id="listLabels")
@@ -85,7 +79,7 @@ async def update_label(request: Request, principal: Authenticated, payload: Deco
           operation_id="deleteLabel")
 @delete("/api/labels/{label_id:str}", status_code=200)  # the Response sets 204
 async def delete_label(request: Request, principal: Authenticated, label_id: FromPath[str]) -> Response:
-    return await deleted(request, await run_command(request, labels.delete_label, principal, parse_id(label_id)))
+    return await no_content(request, await run_command(request, labels.delete_label, principal, parse_id(label_id)))
 
 
 ROUTES = [list_teams, create_team, update_team, delete_team, list_labels, create_label, update_label, delete_label]

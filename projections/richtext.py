@@ -14,6 +14,7 @@ A pure function of the text, cached: the read side renders at read time (docs/de
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from html import escape
 
@@ -48,11 +49,24 @@ def _only_attachment_images(tag: str, attribute: str, value: str) -> str | None:
     return value
 
 
+# One line with nothing Markdown or HTML would read (no syntax character, no entity, nothing that could open a
+# block): its rendering is the text as one paragraph, as is. Most chat messages are such lines, and every
+# message shape renders its text, POST /api/messages' answer included, so they skip the parser
+# (tests/unit/test_richtext.py checks the two agree).
+_PLAIN_LINE = re.compile(r"[^\s*_~`\[\]#\\|&<>=+\-0-9][^*_~`\[\]\\|&<>]*")
+
+
+def _plain(text: str) -> bool:
+    return text.isprintable() and text == text.strip() and _PLAIN_LINE.fullmatch(text) is not None
+
+
 @lru_cache(maxsize=4096)
 def render_markdown(text: str) -> str:
     """`text` as sanitized HTML ("" for empty text)."""
     if not text:
         return ""
+    if _plain(text):
+        return f"<p>{text}</p>"
     return nh3.clean(_parser.render(text), tags=set(TAGS), attributes={k: set(v) for k, v in ATTRIBUTES.items()},
                      url_schemes=set(URL_SCHEMES), link_rel="noopener noreferrer",
                      set_tag_attribute_values={"a": {"target": "_blank"}},

@@ -1,6 +1,7 @@
 """The Markdown renderer with the attacker's inputs: whatever the text, the HTML that comes out runs nothing,
 loads nothing from outside, and links only to http(s) or mailto in a new tab."""
 
+import random
 import uuid
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -9,6 +10,7 @@ import msgspec
 import pytest
 
 from events import types as ev
+from projections import richtext
 from projections.richtext import render_markdown
 from projections.views.collections import new_message
 from projections.views.documents import Document
@@ -105,3 +107,23 @@ def test_every_reader_shape_carries_the_rendering_beside_the_text():
         assert body["contentHtml"] == "<p><strong>hi</strong> &lt;script&gt;x&lt;/script&gt;</p>"
     document = Document(uuid.uuid4(), uuid.uuid4(), "Parcels", "en", None, True, "# Tracking", at, at)
     assert msgspec.json.decode(msgspec.json.encode(document))["contentHtml"] == "<h1>Tracking</h1>"
+
+
+def full_rendering(text: str) -> str:
+    """The parser and the sanitizer, without the plain-line shortcut."""
+    return richtext.nh3.clean(
+        richtext._parser.render(text), tags=set(richtext.TAGS),
+        attributes={k: set(v) for k, v in richtext.ATTRIBUTES.items()}, url_schemes=set(richtext.URL_SCHEMES),
+        link_rel="noopener noreferrer", set_tag_attribute_values={"a": {"target": "_blank"}},
+        attribute_filter=richtext._only_attachment_images, strip_comments=True).strip()
+
+
+def test_a_plain_line_skips_the_parser_and_renders_exactly_as_the_parser_would():
+    alphabet = list("ab 1.!?#-+=:;'\"()/%@$€é*_~`[]\\|&<>{}^,\t\n") + ["\u00a0", "\u2003", "\x00", "😀", "&amp;"]
+    rng = random.Random(7)
+    samples = ["How do I export my invoices? It's been 2 days, thanks!", "1. first", "- item", "# title",
+               "> quote", "a & b", "&copy;", " lead", "trail ", "4 spaces", "x\ny", "=== ", "+ plus"]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(20000)]
+    plain = [text for text in samples if richtext._plain(text)]
+    assert len(plain) > 500 and richtext._plain(samples[0])  # the shortcut is taken, and by a usual message
+    assert [text for text in plain if full_rendering(text) != f"<p>{text}</p>"] == []

@@ -24,21 +24,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import psutil
-import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.figures import percentile  # noqa: E402
 from bench.rawhttp import RawClient  # noqa: E402
-from bench.serve import ROOT, start_serve  # noqa: E402
+from bench.serve import ROOT, fresh_database, start_serve  # noqa: E402
 from bench.write_read import cpu_seconds  # noqa: E402
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
-from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 from parley.runtime import secrets_sealer  # noqa: E402
 from parley.settings import Settings  # noqa: E402
 
@@ -118,17 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     per_client = args.messages // args.clients
     tmp = Path(tempfile.mkdtemp(prefix="parley-scaleout-"))
-    embedded: list = []
-    database_url, nats_url = os.environ.get("PARLEY_DATABASE_URL"), os.environ.get("PARLEY_NATS_URL")
-    if not (database_url and nats_url):
-        embedded = [EmbeddedPostgres(tmp / "postgres"), EmbeddedNats(tmp / "nats")]
-        for server in embedded:
-            server.start()
-        database_url, nats_url = embedded[0].url, embedded[1].url
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    database_url = database_url.rsplit("/", 1)[0] + "/" + name
+    database_url, nats_url, name, embedded = fresh_database(tmp)
     secrets_key = secrets.token_urlsafe(32)  # one key for every process, as a deployment's
     env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_SECRETS_KEY": secrets_key, "PARLEY_NATS_URL": nats_url,
            "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING",

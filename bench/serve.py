@@ -47,12 +47,10 @@ class Served:
     data_dir: Path | None = None  # the server's
 
 
-@contextlib.contextmanager
-def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
-    """`parley serve` on a database of its own: on PARLEY_DATABASE_URL and PARLEY_NATS_URL when both are
-    set, else on an embedded PostgreSQL and NATS started (and stopped) here. `settings` are PARLEY_*
-    variables added to the server's environment."""
-    tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+def fresh_database(tmp: Path) -> tuple[str, str, str, list]:
+    """A database of the benchmark's own (its URL, the NATS URL, its name, for a stream of the same name): on
+    PARLEY_DATABASE_URL and PARLEY_NATS_URL when both are set, else on an embedded PostgreSQL and NATS started
+    under `tmp` (returned, for the caller to stop)."""
     embedded = []
     database_url, nats_url = os.environ.get("PARLEY_DATABASE_URL"), os.environ.get("PARLEY_NATS_URL")
     if not (database_url and nats_url):
@@ -63,7 +61,16 @@ def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
     name = f"bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    database_url = database_url.rsplit("/", 1)[0] + "/" + name
+    return database_url.rsplit("/", 1)[0] + "/" + name, nats_url, name, embedded
+
+
+@contextlib.contextmanager
+def serve_on_fresh_database(settings: dict[str, str]) -> Iterator[Served]:
+    """`parley serve` on a database of its own: on PARLEY_DATABASE_URL and PARLEY_NATS_URL when both are
+    set, else on an embedded PostgreSQL and NATS started (and stopped) here. `settings` are PARLEY_*
+    variables added to the server's environment."""
+    tmp = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+    database_url, nats_url, name, embedded = fresh_database(tmp)
     env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
            "PARLEY_NATS_STREAM": name.upper(), "PARLEY_LOG_LEVEL": "WARNING", **settings}
     server, base_url = start_serve(tmp, env)

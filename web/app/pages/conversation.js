@@ -95,11 +95,13 @@ class ParleyConversation extends Page {
     if (!conversationId) {
       this.conversationId = null;
       this.ready = false;
+      delete this.dataset.ready;
       replace(this, h("p", {class: "empty"}, "Choose a conversation."));
       return;
     }
     if (conversationId === this.conversationId && asOf === this.asOf) return;
     this.ready = false;
+    delete this.dataset.ready;
     this.conversationId = conversationId;
     this.asOf = asOf;
     const past = asOf ? {asOf} : {};
@@ -128,6 +130,7 @@ class ParleyConversation extends Page {
     this.hasAgent = Boolean(agent?.enabled);
     for (const message of messages) this.messages.set(message._id, message);
     this.render();
+    this.dataset.ready = conversationId; // its messages on screen (and its composer, unless in the past)
     if (asOf) return; // the past: neither live nor read by opening it
     this.ready = true;
     this.markRead();

@@ -94,3 +94,29 @@ def test_the_pet_format_is_the_one_data_file():
 def test_the_api_keys_page_offers_every_scope():
     listed = re.search(r"const SCOPES = \[([^\]]*)\]", (WEB / "app" / "pages" / "keys.js").read_text()).group(1)
     assert set(re.findall(r'"([^"]+)"', listed)) == ALL_SCOPES
+
+
+STATIC_IMPORT = re.compile(r"""^\s*(?:import|export)\s+(?:[^"';]*?\s+from\s+)?["']([^"']+\.js)["']""", re.MULTILINE)
+
+
+def static_closure(*entries: str) -> set[str]:
+    """The modules the entries import statically, and those they import, as paths on the server."""
+    seen: set[Path] = set()
+    stack = [(WEB / entry).resolve() for entry in entries]
+    while stack:
+        module = stack.pop()
+        for name in STATIC_IMPORT.findall(module.read_text()):
+            target = (WEB / name.lstrip("/")) if name.startswith("/") else (module.parent / name)
+            if target.resolve() not in seen:
+                seen.add(target.resolve())
+                stack.append(target.resolve())
+    return {"/" + str(path.relative_to(WEB)) for path in seen}
+
+
+def test_the_dashboard_preloads_every_module_of_sign_in_and_the_inbox():
+    """Every module of the shell (main.js), and of the inbox with its conversation, is a modulepreload of
+    index.html: fetched with the page, rather than each once the module importing it has arrived; and
+    nothing else is (a page visited later loads when visited)."""
+    page = (WEB / "app" / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="([^"]+)">', page))
+    assert preloaded == static_closure("app/main.js", "app/pages/inbox.js") | {"/app/pages/inbox.js"}

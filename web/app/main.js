@@ -154,6 +154,9 @@ class ParleyApp extends HTMLElement {
   }
 
   async start() {
+    // all four at once: an operator who must enrol first is refused the lists (403), and does not use them
+    const lists = Promise.all([get("/api/websites"), get("/api/operators")]);
+    lists.catch(() => {});
     const [me, twoFactor] = await Promise.all([get("/api/operators/me"), get("/api/operators/me/totp")]);
     // the organization requires two-factor sign-in and this operator has none: their profile alone, to enrol
     this.enrolOnly = twoFactor.required && !twoFactor.enrolled;
@@ -166,23 +169,29 @@ class ParleyApp extends HTMLElement {
       this.route();
       return;
     }
-    const [websites, operators] = await Promise.all([get("/api/websites"), get("/api/operators")]);
+    const [websites, operators] = await lists;
     this.me = me;
     this.websites = websites;
     this.operators = operators;
     if (!websites.some((w) => w._id === session.website)) session.website = websites[0]?._id ?? "";
     this.renderShell();
-    this.availability.start(me._id).catch(() => {});
+    let shown = false, live = false; // the first page is on screen; the stream has opened
     this.stopRealtime = realtime(
       (name, data) => this.bus.dispatchEvent(new CustomEvent(name, {detail: data})),
       (state) => {
         this.liveState.replaceChildren(state === "open" ? "Live" : "Reconnecting…");
-        if (state === "open") this.centre.refresh(); // what came while away: notification frames are not replayed
+        live ||= state === "open";
+        // what came while away: notification frames are not replayed (the first read waits for the page)
+        if (state === "open" && shown) this.centre.refresh();
       });
     if (location.pathname === "/app/" || location.pathname === "/app" || location.pathname === "/app/signin") {
       history.replaceState(null, "", "/app/inbox");
     }
-    this.route();
+    // what the first page does not need comes after it, rather than queued with its reads at the server
+    await this.route().catch(() => {});
+    shown = true;
+    this.availability.start(me._id).catch(() => {});
+    if (live) this.centre.refresh(); // else once the stream opens
   }
 
   /** Whether the signed-in operator's role is `wanted` or above it. */
@@ -274,7 +283,7 @@ class ParleyApp extends HTMLElement {
       element.app = this;
       replace(this.outlet, element);
     }
-    element.show(rest, new URLSearchParams(location.search));
+    await element.show(rest, new URLSearchParams(location.search));
   }
 }
 

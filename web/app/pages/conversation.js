@@ -111,6 +111,10 @@ class ParleyConversation extends Page {
     this.cannedResponses = null; // read when the "/" menu first opens
     replace(this, h("p", {class: "empty", "aria-busy": "true"}, "Loading…"));
     let record, messages, visitor, agent;
+    // the website's agent asked beside the rest: the conversation is nearly always the chosen website's
+    const guessed = this.app.website?._id;
+    const guessedAgent = this.agentOf(guessed);
+    guessedAgent.catch(() => {});
     try {
       let read;
       const conversationPath = `/api/conversations/${conversationId}${asOf ? `?${new URLSearchParams(past)}` : ""}`;
@@ -119,7 +123,8 @@ class ParleyConversation extends Page {
         get("/api/messages", {conversationId, limit: 0, ...past}), get("/api/teams"), get("/api/labels")]);
       record = read.body;
       this.etag = read.etag;
-      [visitor, agent] = await Promise.all([customer(record.customerId), this.agentOf(record.websiteId)]);
+      [visitor, agent] = await Promise.all([customer(record.customerId),
+        record.websiteId === guessed ? guessedAgent : this.agentOf(record.websiteId)]);
     } catch (error) {
       replace(this, errorBox(error));
       return;

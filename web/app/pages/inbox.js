@@ -90,15 +90,21 @@ class ParleyInbox extends Page {
 
   go(changes) { this.app.navigate(this.href(changes)); }
 
+  /** Which list is shown: the website's, with its tab, scope, page, view and time; not the conversation beside it. */
+  get listKey() { return `${this.websiteId} ${this.href({}, null)}`; }
+
   show([conversationId], query) {
     this.query = query;
     this.openId = conversationId || null;
     this.classList.toggle("has-conversation", Boolean(this.openId));
     this.scope.value = this.params.scope;
     this.showPast(this.params.asOf);
-    if (!this.labelColors) this.loadLabelColors().then(() => this.scheduleRefresh());
-    this.refresh();
-    this.conversation.open(this.openId, this.href({}, null), this.params.asOf);
+    // another conversation of the same list: the list as read (the realtime stream keeps it current), redrawn
+    // for its links and its current row, rather than read again beside the conversation's own reads
+    const listed = this.page?.key === this.listKey;
+    if (listed) this.render(this.page);
+    return Promise.all([listed || this.refresh(),
+                        this.conversation.open(this.openId, this.href({}, null), this.params.asOf)]);
   }
 
   /** Marks the page as showing the past (read only, not live), or as live. */
@@ -122,18 +128,27 @@ class ParleyInbox extends Page {
       return;
     }
     const {tab, scope, skip, team, label, asOf} = this.params;
-    const asked = this.href();
+    const asked = this.listKey;
+    this.labelsRead ??= this.loadLabelColors(); // once, beside the first page
     let page;
     try {
       page = await get("/api/conversations", {inboxFilter: tab, conversationFilter: scope, websiteId: this.websiteId,
                                               timezone: ZONE, limit: PAGE_SIZE, skip,
                                               ...(team ? {teamId: team} : {}), ...(label ? {labels: label} : {}),
                                               ...(asOf ? {asOf} : {})});
+      await this.labelsRead;
     } catch (error) {
       replace(this.status, errorBox(error));
       return;
     }
-    if (asked !== this.href()) return; // the operator moved on meanwhile
+    if (asked !== this.listKey) return; // the operator moved on meanwhile
+    this.page = {...page, key: asked};
+    this.render(this.page);
+  }
+
+  /** The list's page as read (`refresh`): its tabs with their counts, views, rows and pager. */
+  render(page) {
+    const {tab, skip} = this.params;
     replace(this.status);
     this.renderTabs(page.counts, tab);
     this.renderViews(page.teamCounts, page.labelCounts);

@@ -22,8 +22,11 @@ Measured per round (one page of one browser context: its HTTP cache on, as a ret
   website's agent (the visitor was read for the inbox's row).
 The round then signs out (revoking the token), as the floor revokes its own.
 
-The goal (issue 38): each within 500 ms at p99. The difference from the floor is what the browser, the
-modules and the rendering add. `--waterfall` prints the requests of the last round's sign-in and opening,
+Both are timed by the page's own clock, from the action's event (the form's submit, the row's click) to the
+paint after the page marked itself ready; beside them, the same as Playwright sees it from this process,
+which adds its own checks before a click (the element visible, stable for two frames, hit) and its polling.
+The goal (issue 38): each within 500 ms at p99, by the page's clock. The difference from the floor is what
+the browser, the modules and the rendering add, and the other requests the page makes meanwhile. `--waterfall` prints the requests of the last round's sign-in and opening,
 with when each started and ended after the click, to see what the page waits for.
 """
 
@@ -37,9 +40,8 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -81,7 +83,7 @@ def seed(store: EventStore, conversations: int, rng: random.Random) -> Seeded:
     org = admin.create_org(store, "Bench")
     website, _ = admin.create_website(store, Sealer.generate(), org.id, WEBSITE_NAME, "#3056d3")
     operator, _ = admin.create_operator(store, org.id, EMAIL, PASSWORD, display_name="Bench Operator")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     pending: list[Pending] = []
     count = 0
     for n in range(conversations):
@@ -388,17 +390,19 @@ def main() -> None:
         print(f"served, every read model caught up, in {time.perf_counter() - started:.1f} s", flush=True)
         results = measure(base_url, seeded, args.samples, args.opens, args.waterfall, args.trace)
         print(f"{args.conversations} conversations; {args.samples} sign-ins, {len(results['open'])} openings; "
-              f"load average {open('/proc/loadavg').read().split(' ', 3)[:3]}")
+              f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
         print(line("API calls of sign-in to the inbox", results["sign-in floor"]))
-        print(line("sign-in to a usable inbox", results["sign-in"], results["sign-in floor"]))
-        print(line("  the same, by the page's clock", results["sign-in, in the page"], results["sign-in floor"]))
+        print(line("sign-in to a usable inbox", results["sign-in, in the page"], results["sign-in floor"]))
+        print(line("  with Playwright's click and wait", results["sign-in"]))
         print(line("API calls of opening", results["open floor"]))
-        print(line("opening a conversation", results["open"], results["open floor"]))
-        print(line("  the same, by the page's clock", results["open, in the page"], results["open floor"]))
-        missed = [name for name in ("sign-in", "open") if percentile(results[name], 99) > GOAL_MS]
+        print(line("opening a conversation", results["open, in the page"], results["open floor"]))
+        print(line("  with Playwright's click and wait", results["open"]))
         for name in ("sign-in", "open"):
-            print(f"goal: {name} within {GOAL_MS:.0f} ms at p99: "
-                  f"{'NOT met' if name in missed else 'met'} ({percentile(results[name], 99):.0f} ms)")
+            measured = percentile(results[f"{name}, in the page"], 99)
+            if measured > GOAL_MS:
+                missed.append(name)
+            print(f"goal: {name} within {GOAL_MS:.0f} ms at p99: {'NOT met' if measured > GOAL_MS else 'met'} "
+                  f"({measured:.0f} ms)")
     finally:
         store.close()
         if proc:

@@ -110,6 +110,33 @@ def test_sign_in_shows_the_inbox_with_the_api_s_counts(dashboard, http, tenant):
     dashboard.assert_clean()
 
 
+def test_the_inbox_is_read_once_at_sign_in_and_not_again_to_open_a_conversation(dashboard, http, tenant):
+    """The first screen waits for one read of the list (the labels' colours come beside it, not by a second
+    read); opening a conversation of the list shown reads the conversation, not the list again (its read
+    receipt then refreshes the list, for the Unread tab)."""
+    visitors = [Chatting(http, tenant) for _ in range(2)]
+    for visitor in visitors:
+        visitor.say("hello")
+    page = dashboard.page
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(
+        "list" if "/api/conversations?" in request.url else "receipt" if request.url.endswith("/read") else "other"))
+    dashboard.sign_in()
+    for visitor in visitors:
+        with page.expect_request(lambda request: request.url.endswith("/read")):
+            page.click(f".conversations li[data-id='{visitor.conversation_id}'] a")
+        page.wait_for_selector(f"parley-conversation[data-ready='{visitor.conversation_id}'] #composer-text")
+        # from the sign-in (or the previous receipt) to this receipt: the list read once, or not at all
+        before = asked[:asked.index("receipt")]
+        assert before.count("list") == (1 if visitor is visitors[0] else 0), asked
+        for _ in range(300):  # the list's refresh the receipt brings (debounced), before the next conversation
+            if "list" in asked[asked.index("receipt"):]:
+                break
+            page.wait_for_timeout(50)
+        asked.clear()
+    dashboard.assert_clean()
+
+
 def test_a_wrong_password_is_told_on_the_page_with_no_browser_dialog(dashboard):
     page = dashboard.page
     page.goto(dashboard.url())

@@ -3,15 +3,23 @@
 and the subscriptions' consecutive failures counted beside them. The statements live here, with the
 tables' owner; delivery/webhooks.py runs them."""
 
+# The claim reads a bounded window of the due deliveries, oldest first, leaving out the subscriptions that
+# have all their slots of this process in flight (a slow endpoint's backlog can be long: it is walked in
+# the index, never sorted or ranked), ranks the window per subscription against the free slots and takes
+# at most `limit`.
 CLAIM = """
-WITH candidates AS (
+WITH due AS (
+    SELECT d.id, d.subscription_id, d.next_attempt_at, d.position FROM webhook_deliveries d
+    WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND NOT d.subscription_id = ANY(%(capped)s::uuid[])
+    ORDER BY d.next_attempt_at, d.position
+    LIMIT %(scan)s
+), candidates AS (
     SELECT id FROM (
-        SELECT d.id, d.next_attempt_at, d.position,
-               row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at, d.position) AS rank,
-               %(per_endpoint)s - COALESCE((%(in_flight)s::jsonb ->> d.subscription_id::text)::int, 0) AS free
-        FROM webhook_deliveries d JOIN rm_webhook_subscriptions s ON s.id = d.subscription_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.active
-          AND s.consecutive_failures < %(failure_limit)s
+        SELECT due.id, due.next_attempt_at, due.position,
+               row_number() OVER (PARTITION BY due.subscription_id ORDER BY due.next_attempt_at, due.position) AS rank,
+               %(per_endpoint)s - COALESCE((%(in_flight)s::jsonb ->> due.subscription_id::text)::int, 0) AS free
+        FROM due JOIN rm_webhook_subscriptions s ON s.id = due.subscription_id
+        WHERE s.active AND s.consecutive_failures < %(failure_limit)s
     ) ranked
     WHERE rank <= free
     ORDER BY next_attempt_at, position

@@ -219,10 +219,12 @@ class Dispatcher:
                     self.notified = False
                     free = s.webhook_concurrency - len(self.tasks)
                     if free > 0:
-                        claimed, wait = await self._claim(pool, free)
+                        claimed, wait, window_full = await self._claim(pool, free)
                         for row in claimed:
                             self._start(row)
                         self.full = len(claimed) == free
+                        if window_full and claimed and not self.full:
+                            wait = 0.0  # more may be due beyond the window looked at: claim again at once
                         self.capped = {k for k, n in self.in_flight.items() if n >= s.webhook_endpoint_concurrency}
                     await self._wait(helpers, wait)
             finally:
@@ -277,8 +279,9 @@ class Dispatcher:
             async for _ in conn.notifies():
                 self._notify()
 
-    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float]:
-        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet."""
+    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float, bool]:
+        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet, and
+        whether the window of due deliveries looked at was full (more may be due beyond it)."""
         s = self.settings
         lease = s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         async with pool.connection() as conn:
@@ -289,8 +292,8 @@ class Dispatcher:
                 "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}),
             })).fetchall()
         wait = rows[0][0]
-        return ([Claimed(*row[1:8], self.open_secret(row[8]), row[9]) for row in rows if row[1] is not None],
-                MAX_WAIT_SECONDS if wait is None else float(wait))
+        return ([Claimed(*row[2:9], self.open_secret(row[9]), row[10]) for row in rows if row[2] is not None],
+                MAX_WAIT_SECONDS if wait is None else float(wait), bool(rows[0][1]))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
         """Every SWEEP_EVERY_SECONDS, off the claiming path: stops the pending deliveries of inactive

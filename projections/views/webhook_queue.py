@@ -34,10 +34,11 @@ WITH due AS (
     WHERE d.id = locked.id AND s.id = d.subscription_id
     RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
 ), next AS (  -- seen before the claim: what is due now is claimed or held back, not waited for
-    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait FROM webhook_deliveries
-    WHERE status = 'pending' AND next_attempt_at > now()
+    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait,
+           (SELECT count(*) FROM due) = %(scan)s AS window_full  -- more may be due beyond the window
+    FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > now()
 )
-SELECT next.wait, claimed.* FROM next LEFT JOIN claimed ON true
+SELECT next.wait, next.window_full, claimed.* FROM next LEFT JOIN claimed ON true
 """
 
 # One statement records a whole batch of attempts: the deliveries' new state, the attempts in the log,

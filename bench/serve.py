@@ -23,17 +23,18 @@ from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
 
 def start_serve(data_dir: Path, env: dict[str, str], role: str = "all") -> tuple[subprocess.Popen, str]:
-    """Starts `parley serve` (in `role`: api or all) and returns it with its base URL once it listens. Its
-    output is read on in the background: a full pipe would block the server."""
+    """Starts `parley serve` (in `role`: api, workers or all) and returns it with its base URL once it
+    listens (workers: "" once they run). Its output is read on in the background: a full pipe would block
+    the server."""
     proc = subprocess.Popen([sys.executable, "-m", "parley.cli", "serve", "--port", "0", "--data-dir", str(data_dir),
                              "--role", role], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=ROOT)
     assert proc.stdout is not None
     said = []
     for line in proc.stdout:
-        if " listening on " in line:
+        if " listening on " in line or line.startswith("Parley workers running"):
             threading.Thread(target=proc.stdout.read, daemon=True).start()
-            return proc, line.rsplit(" ", 1)[1].strip()
+            return proc, line.rsplit(" ", 1)[1].strip() if " listening on " in line else ""
         said.append(line)
     raise RuntimeError(f"parley serve exited with {proc.wait()} before it listened: {''.join(said[-5:])}")
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 MAX_URL_LENGTH = 2048
@@ -81,7 +83,7 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def check_addresses(target: Target, addresses: list[str], *, allow_private: bool) -> str:
+def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: bool) -> str:
     """The address to connect to: the first one, once every resolved address has been found public."""
     if not addresses:
         raise RefusedTarget(f"{target.host} does not resolve")
@@ -105,9 +107,12 @@ def resolve_sync(target: Target, *, allow_private: bool) -> str:
     return check_addresses(target, _addresses(infos), allow_private=allow_private)
 
 
-def literal_address(host: str) -> list[str] | None:
+@lru_cache(maxsize=4096)
+def literal_address(host: str) -> tuple[str] | None:
+    """The host as an IP address, when it is one (the same answer every time: cached, since a webhook
+    dispatcher asks for every delivery)."""
     try:
-        return [str(ipaddress.ip_address(host))]
+        return (str(ipaddress.ip_address(host)),)
     except ValueError:
         return None
 

@@ -10,7 +10,9 @@ the subscription's consecutive failures, every success resets them, and the cont
 the subscription with an event in the store.
 
 Concurrency is bounded per process and per subscription, so a slow endpoint holds at most its own few
-slots and never delays the others. New deliveries arrive with a NOTIFY, so a healthy endpoint gets its
+slots and never delays the others; a claim leaves out the subscriptions whose slots are all taken and
+looks at a bounded window of the oldest due deliveries, so a slow endpoint's backlog costs the claims
+little and never fills them. Secrets are opened and IP-literal hosts checked once, not per delivery. New deliveries arrive with a NOTIFY, so a healthy endpoint gets its
 event within milliseconds of the commit. The claiming loop does nothing else: attempts are recorded in
 batches by one task, the sweep of inactive subscriptions and the disabling of failing ones run in
 others, and the requests go through `delivery.http`, a lean keep-alive HTTP/1.1 client.
@@ -28,7 +30,7 @@ import ssl
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -53,6 +55,7 @@ RESPONSE_BODY_LIMIT = 1024  # bytes of a receiver's answer read and kept in the 
 LEASE_MARGIN_SECONDS = 5.0
 MAX_WAIT_SECONDS = 1.0  # a poll now and then finds leases that expired in a dead worker
 CLAIM_COALESCE_SECONDS = 0.01
+CLAIM_SCAN_FACTOR = 4  # a claim looks at most this many due deliveries per free slot
 RECORD_BATCH = 500
 RECORD_COALESCE_SECONDS = 0.02
 SWEEP_EVERY_SECONDS = 1.0
@@ -176,7 +179,8 @@ class WebhookSettings:
 class Dispatcher:
     def __init__(self, store: EventStore, database_url: str, settings: WebhookSettings, sealer: Sealer):
         self.settings = settings
-        self.sealer = sealer  # opens the subscriptions' signing secrets, stored sealed
+        # opens the subscriptions' signing secrets, stored sealed: once per subscription, not per delivery
+        self.open_secret = lru_cache(maxsize=4096)(sealer.open)
         self.store = store
         self.database_url = database_url
         self.in_flight: Counter[uuid.UUID] = Counter()
@@ -215,10 +219,12 @@ class Dispatcher:
                     self.notified = False
                     free = s.webhook_concurrency - len(self.tasks)
                     if free > 0:
-                        claimed, wait = await self._claim(pool, free)
+                        claimed, wait, window_full = await self._claim(pool, free)
                         for row in claimed:
                             self._start(row)
                         self.full = len(claimed) == free
+                        if window_full and claimed and not self.full:
+                            wait = 0.0  # more may be due beyond the window looked at: claim again at once
                         self.capped = {k for k, n in self.in_flight.items() if n >= s.webhook_endpoint_concurrency}
                     await self._wait(helpers, wait)
             finally:
@@ -273,21 +279,21 @@ class Dispatcher:
             async for _ in conn.notifies():
                 self._notify()
 
-    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float]:
-        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet."""
+    async def _claim(self, pool: AsyncConnectionPool, limit: int) -> tuple[list[Claimed], float, bool]:
+        """Claims due deliveries; also returns the seconds until the next pending delivery not due yet, and
+        whether the window of due deliveries looked at was full (more may be due beyond it)."""
         s = self.settings
         lease = s.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
         async with pool.connection() as conn:
             rows = await (await conn.execute(CLAIM, {
                 "per_endpoint": s.webhook_endpoint_concurrency, "failure_limit": FAILURE_LIMIT, "limit": limit,
-                "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}), "lease": lease,
+                "scan": limit * CLAIM_SCAN_FACTOR, "lease": lease,
+                "capped": [k for k, n in self.in_flight.items() if n >= s.webhook_endpoint_concurrency],
+                "in_flight": json.dumps({str(k): v for k, v in self.in_flight.items()}),
             })).fetchall()
         wait = rows[0][0]
-        return ([self._opened(Claimed(*row[1:])) for row in rows if row[1] is not None],
-                MAX_WAIT_SECONDS if wait is None else float(wait))
-
-    def _opened(self, row: Claimed) -> Claimed:
-        return replace(row, secret=self.sealer.open(row.secret))
+        return ([Claimed(*row[2:9], self.open_secret(row[9]), row[10]) for row in rows if row[2] is not None],
+                MAX_WAIT_SECONDS if wait is None else float(wait), bool(rows[0][1]))
 
     async def _sweep(self, pool: AsyncConnectionPool) -> None:
         """Every SWEEP_EVERY_SECONDS, off the claiming path: stops the pending deliveries of inactive

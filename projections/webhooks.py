@@ -81,10 +81,10 @@ WEBSITE_EVENTS = (ev.CustomerCreated, ev.ConversationCreated, ev.MessageCreated,
 
 class WebhookProjection:
     """Keeps the active subscriptions in memory, by website, for the per-event fan-out: loaded from the
-    table when first needed, dropped whenever this projection applies a subscription event (and whenever
-    its runner starts again, since another process may have applied events in between). A transaction
-    that rolls back is applied again by the runner, subscription events included, so a cache loaded
-    inside it is dropped again."""
+    table when first needed, dropped whenever this projection applies a subscription event that adds or
+    changes one (a disabled or deleted one is taken out) and whenever its runner starts again, since
+    another process may have applied events in between. A transaction that rolls back is applied again by
+    the runner, subscription events included, so a cache loaded inside it is dropped again."""
 
     name = "webhooks"
 
@@ -106,9 +106,10 @@ class WebhookProjection:
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
-        if isinstance(e, (ev.WebhookSubscribed, ev.WebhookUpdated, ev.WebhookDisabled, ev.WebhookEnabled,
-                          ev.WebhookDeleted)):
+        if isinstance(e, (ev.WebhookSubscribed, ev.WebhookUpdated, ev.WebhookEnabled)):
             self.subscribers = None
+        elif isinstance(e, (ev.WebhookDisabled, ev.WebhookDeleted)):
+            self._forget(e.subscription_id)
         if isinstance(e, ev.WebhookSubscribed):
             await conn.execute(
                 "INSERT INTO rm_webhook_subscriptions (id, org_id, website_id, url, events, secret, created_at, "
@@ -196,6 +197,13 @@ class WebhookProjection:
         delivered = workflow_webhook_event(e, found[0], names)
         if delivered is not None:
             await self._deliver(conn, recorded, candidates, delivered)
+
+    def _forget(self, subscription_id: uuid.UUID) -> None:
+        """Takes a disabled or deleted subscription out of the cache: what reading the table again would
+        give, without reading it (many endpoints failing at once are disabled one event after another)."""
+        if self.subscribers is not None:
+            self.subscribers = {website: kept for website, listed in self.subscribers.items()
+                                if (kept := [entry for entry in listed if entry[0] != subscription_id])}
 
     async def _subscriptions(self, conn: psycopg.AsyncConnection) -> dict[
             uuid.UUID, list[tuple[uuid.UUID, list[str], list[str] | None]]]:

@@ -3,15 +3,23 @@
 and the subscriptions' consecutive failures counted beside them. The statements live here, with the
 tables' owner; delivery/webhooks.py runs them."""
 
+# The claim reads a bounded window of the due deliveries, oldest first, leaving out the subscriptions that
+# have all their slots of this process in flight (a slow endpoint's backlog can be long: it is walked in
+# the index, never sorted or ranked), ranks the window per subscription against the free slots and takes
+# at most `limit`.
 CLAIM = """
-WITH candidates AS (
+WITH due AS (
+    SELECT d.id, d.subscription_id, d.next_attempt_at, d.position FROM webhook_deliveries d
+    WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND NOT d.subscription_id = ANY(%(capped)s::uuid[])
+    ORDER BY d.next_attempt_at, d.position
+    LIMIT %(scan)s
+), candidates AS (
     SELECT id FROM (
-        SELECT d.id, d.next_attempt_at, d.position,
-               row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at, d.position) AS rank,
-               %(per_endpoint)s - COALESCE((%(in_flight)s::jsonb ->> d.subscription_id::text)::int, 0) AS free
-        FROM webhook_deliveries d JOIN rm_webhook_subscriptions s ON s.id = d.subscription_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.active
-          AND s.consecutive_failures < %(failure_limit)s
+        SELECT due.id, due.next_attempt_at, due.position,
+               row_number() OVER (PARTITION BY due.subscription_id ORDER BY due.next_attempt_at, due.position) AS rank,
+               %(per_endpoint)s - COALESCE((%(in_flight)s::jsonb ->> due.subscription_id::text)::int, 0) AS free
+        FROM due JOIN rm_webhook_subscriptions s ON s.id = due.subscription_id
+        WHERE s.active AND s.consecutive_failures < %(failure_limit)s
     ) ranked
     WHERE rank <= free
     ORDER BY next_attempt_at, position
@@ -26,10 +34,11 @@ WITH candidates AS (
     WHERE d.id = locked.id AND s.id = d.subscription_id
     RETURNING d.id, d.subscription_id, d.org_id, d.position, d.event, d.body, s.url, s.secret, d.attempts
 ), next AS (  -- seen before the claim: what is due now is claimed or held back, not waited for
-    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait FROM webhook_deliveries
-    WHERE status = 'pending' AND next_attempt_at > now()
+    SELECT EXTRACT(EPOCH FROM min(next_attempt_at) - now())::float8 AS wait,
+           (SELECT count(*) FROM due) = %(scan)s AS window_full  -- more may be due beyond the window
+    FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > now()
 )
-SELECT next.wait, claimed.* FROM next LEFT JOIN claimed ON true
+SELECT next.wait, next.window_full, claimed.* FROM next LEFT JOIN claimed ON true
 """
 
 # One statement records a whole batch of attempts: the deliveries' new state, the attempts in the log,

@@ -600,6 +600,33 @@ def test_the_process_wide_limit_holds_and_its_freed_slots_are_used(infra, tmp_pa
         server.stop()
 
 
+def test_a_held_endpoints_backlog_never_fills_the_claims(infra, tmp_path):
+    """An endpoint with all its slots in flight is left out of the claims: its backlog, older than anything
+    else due, does not fill the window of due deliveries a claim looks at (four per free slot), so another
+    endpoint's deliveries still go out while it waits."""
+    server = make_server(infra, tmp_path, **{**HOOK_ENV, "PARLEY_WEBHOOK_TIMEOUT_SECONDS": "60"},
+                         PARLEY_WEBHOOK_CONCURRENCY="6").start()
+    release = threading.Event()
+    try:
+        tenant = make_tenant(server)
+        with Receiver(lambda n: Answer(200, hold=release)) as held, Receiver() as fast, \
+                server.client() as client:
+            subscribe(client, tenant, held.url)
+            for _ in range(30):
+                create_customer(client, tenant)
+            held.wait_for(4)  # its four slots taken; 26 deliveries wait, due before any of the next
+            subscribe(client, tenant, fast.url)
+            for _ in range(3):
+                create_customer(client, tenant)
+            fast.wait_for(3)
+            assert held.most_held == 4
+            release.set()
+            assert len({r.header("X-Service-Delivery") for r in held.wait_for(33)}) == 33
+    finally:
+        release.set()
+        server.stop()
+
+
 def test_delivery_log_pages_by_cursor(hc, site):
     with Receiver() as receiver:
         sub = subscribe(hc, site, receiver.url, ["customer.created"])

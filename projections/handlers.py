@@ -50,3 +50,11 @@ class ReadModel:
 
 def as_json(events: list[Any]) -> str:
     return msgspec.json.encode(events).decode()
+
+
+# A run of `ConversationCreated` (a campaign's batch opens one conversation per recipient) as the rows of
+# one statement, in the run's order (`n`): `FROM {CONVERSATIONS_CREATED}` with `as_json(events)`.
+CONVERSATIONS_CREATED = (
+    "ROWS FROM (json_to_recordset(%s::json) AS (conversation_id uuid, org_id uuid, website_id uuid, customer_id uuid, "
+    "at timestamptz, operator_only boolean, metadata jsonb)) WITH ORDINALITY "
+    "AS c(conversation_id, org_id, website_id, customer_id, at, operator_only, metadata, n)")

@@ -19,8 +19,11 @@ from events.store import EventStore, Pending, Recorded
 from events.stream import Relay
 from events.ids import new_id
 from projections import runner as runner_module
+from projections.activity import ActivityProjection
+from projections.assignment import AssignmentProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.reports import ReportsProjection
 from projections.runner import (NOTIFY_CHANNEL, ProjectionRunner, apply_batch, catch_up_if_idle, connect,
                                 current_position, ensure_tables)
 from readapi.consistency import PositionWatch
@@ -180,6 +183,50 @@ def test_a_run_of_messages_in_one_statement_leaves_what_one_at_a_time_leaves(inf
     inbox = {row[0]: row[9:11] for row in together["rm_inbox"]}
     assert inbox[a] == (False, messages[3]) and inbox[b] == (True, messages[5])  # unread, latest visitor's
     assert [row[:2] for row in together["rm_inbox_mentions"]] == [(operator_id, a)]
+
+
+def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leaves(infra, monkeypatch):
+    """A campaign's batch opens a run of conversations, which core, inbox, activity, reports and assignment
+    each write in one statement: the read models must end as one event per batch leaves them (the
+    activity's count of the day, the assignment's queue in the order the conversations came, a private
+    conversation not queued, a conversation of a website that does not assign not followed)."""
+    org_id, assigning, other = new_id(), new_id(), new_id()
+    conversations = [(new_id(), website_id, operator_only) for website_id, operator_only in
+                     [(assigning, False), (other, False), (assigning, True), (assigning, False), (other, False)]]
+    at = now()
+    history = [Pending(assigning, 1, ev.WebsiteAssignmentConfigured(org_id=org_id, at=at, website_id=assigning,
+                                                                    mode="round-robin", capacity=5))]
+    history += [Pending(c, 1, ev.ConversationCreated(org_id=org_id, at=at, conversation_id=c, website_id=website_id,
+                                                     customer_id=new_id(), operator_only=operator_only,
+                                                     metadata={"plan": "pro"}))
+                for c, website_id, operator_only in conversations]
+    tables = {"rm_conversations": "id", "rm_inbox": "id", "(SELECT id, metadata, operator_only FROM rm_conversations) c": "id", "rm_activity_conversations": "id",
+              "rm_activity_days": "website_id", "rm_report_conversations": "id",
+              "rm_assignment_conversations": "seq"}
+
+    def project(batch_size: int) -> dict[str, list]:
+        database_url = infra.new_database()
+        store = EventStore(database_url, pool_size=1)
+        monkeypatch.setattr(runner_module, "CATCH_UP_BATCH", batch_size)
+        try:
+            store.append(*history)
+            for projection in (CoreProjection(), InboxProjection(), ActivityProjection(), ReportsProjection(),
+                               AssignmentProjection()):
+                assert asyncio.run(catch_up_if_idle(database_url, projection, store))
+        finally:
+            store.close()
+        with psycopg.connect(database_url) as conn:
+            return {table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+                    for table, order in tables.items()}
+
+    together, alone = project(1000), project(1)
+    assert together == alone
+    assert sorted((row[0], row[2]) for row in together["rm_activity_days"]) == sorted([(assigning, 3), (other, 2)])
+    assert [row[0] for row in together["rm_assignment_conversations"]] == [conversations[0][0], conversations[2][0],
+                                                                          conversations[3][0]]
+    assert [row[-2] for row in together["rm_assignment_conversations"]] == [True, False, True]  # queued
+    assert together["(SELECT id, metadata, operator_only FROM rm_conversations) c"] == sorted(
+        (c, {"plan": "pro"}, operator_only) for c, _, operator_only in conversations)
 
 
 def test_the_search_index_handles_only_document_events():

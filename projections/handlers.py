@@ -8,7 +8,7 @@ parameter cost the projection's process more than the rows they carry."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Awaitable, Callable, ClassVar, Sequence
+from typing import Any, Awaitable, Callable, ClassVar, Iterator, Sequence
 
 import msgspec
 import psycopg
@@ -40,12 +40,18 @@ class ReadModel:
 
     async def apply_all(self, conn: psycopg.AsyncConnection, batch: Sequence[Recorded]) -> None:
         """Applies the batch in order, run by run of the same kind of event."""
-        for kind, run in itertools.groupby(batch, key=lambda recorded: type(recorded.event)):
+        for kind, run in runs(batch):
             if apply_run := self.run_handlers.get(kind):
                 await apply_run(conn, [recorded.event for recorded in run])
             elif handler := self.handlers.get(kind):
                 for recorded in run:
                     await handler(conn, recorded.event)
+
+
+def runs(batch: Sequence[Recorded]) -> Iterator[tuple[type, list[Recorded]]]:
+    """The batch as runs of consecutive events of one kind, in order."""
+    for kind, run in itertools.groupby(batch, key=lambda recorded: type(recorded.event)):
+        yield kind, list(run)
 
 
 def as_json(events: list[Any]) -> str:

@@ -23,7 +23,9 @@ from projections.activity import ActivityProjection
 from projections.assignment import AssignmentProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.notifications import NotificationsProjection
 from projections.reports import ReportsProjection
+from projections.webhooks import WebhookProjection
 from projections.runner import (NOTIFY_CHANNEL, ProjectionRunner, apply_batch, catch_up_if_idle, connect,
                                 current_position, ensure_tables)
 from readapi.consistency import PositionWatch
@@ -186,8 +188,8 @@ def test_a_run_of_messages_in_one_statement_leaves_what_one_at_a_time_leaves(inf
 
 
 def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leaves(infra, monkeypatch):
-    """A campaign's batch opens a run of conversations, which core, inbox, activity, reports and assignment
-    each write in one statement: the read models must end as one event per batch leaves them (the
+    """A campaign's batch opens a run of conversations, which core, inbox, activity, reports, assignment,
+    webhooks and notifications each write in one statement: the read models must end as one event per batch leaves them (the
     activity's count of the day, the assignment's queue in the order the conversations came, a private
     conversation not queued, a conversation of a website that does not assign not followed)."""
     org_id, assigning, other = new_id(), new_id(), new_id()
@@ -202,7 +204,8 @@ def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leave
                 for c, website_id, operator_only in conversations]
     tables = {"rm_conversations": "id", "rm_inbox": "id", "(SELECT id, metadata, operator_only FROM rm_conversations) c": "id", "rm_activity_conversations": "id",
               "rm_activity_days": "website_id", "rm_report_conversations": "id",
-              "rm_assignment_conversations": "seq"}
+              "rm_assignment_conversations": "seq", "rm_webhook_conversations": "id",
+              "rm_webhook_private_conversations": "id", "rm_notify_conversations": "id"}
 
     def project(batch_size: int) -> dict[str, list]:
         database_url = infra.new_database()
@@ -211,7 +214,7 @@ def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leave
         try:
             store.append(*history)
             for projection in (CoreProjection(), InboxProjection(), ActivityProjection(), ReportsProjection(),
-                               AssignmentProjection()):
+                               AssignmentProjection(), WebhookProjection(), NotificationsProjection()):
                 assert asyncio.run(catch_up_if_idle(database_url, projection, store))
         finally:
             store.close()
@@ -225,6 +228,8 @@ def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leave
     assert [row[0] for row in together["rm_assignment_conversations"]] == [conversations[0][0], conversations[2][0],
                                                                           conversations[3][0]]
     assert [row[-2] for row in together["rm_assignment_conversations"]] == [True, False, True]  # queued
+    assert [row[0] for row in together["rm_webhook_private_conversations"]] == [conversations[2][0]]
+    assert len(together["rm_webhook_conversations"]) == len(together["rm_notify_conversations"]) == 5
     assert together["(SELECT id, metadata, operator_only FROM rm_conversations) c"] == sorted(
         (c, {"plan": "pro"}, operator_only) for c, _, operator_only in conversations)
 

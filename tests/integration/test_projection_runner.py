@@ -16,6 +16,7 @@ import pytest
 from commands.streams import now
 from events import types as ev
 from events.store import EventStore, Pending, Recorded
+from events import stream as stream_module
 from events.stream import Relay
 from events.ids import new_id
 from projections import runner as runner_module
@@ -351,6 +352,55 @@ def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(inf
                 # the applied batch moves the position from where the table had it, past the skipped one
                 assert await stored() == handled and projection.applied == [handled]
                 assert told == sorted(told) and again < handled
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+
+
+def test_a_runner_passes_over_undecoded_what_its_group_does_not_handle(infra, monkeypatch):
+    """A group whose members all list what they handle (the search index: documents) never decodes the
+    other events the stream brings (a campaign's thousands of messages), and still stores its position
+    past them, at once when no reader shares its process."""
+    database_url = infra.new_database()
+    stream_name = f"TEST_{uuid.uuid4().hex[:10].upper()}"
+    store = EventStore(database_url, pool_size=2)
+    org_id = new_id()
+    decoded: list[int] = []
+    recorded_of = stream_module.recorded_of
+
+    def counted(msg):
+        recorded = recorded_of(msg)
+        decoded.append(recorded.position)
+        return recorded
+
+    monkeypatch.setattr(stream_module, "recorded_of", counted)
+
+    def append(recorded: Recorded) -> int:
+        return store.append(Pending(recorded.stream_id, 1, recorded.event))
+
+    async def scenario() -> None:
+        projection = MessagesSeen()
+        runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name)
+        tasks = [asyncio.create_task(Relay(database_url, infra.nats_url, stream_name).run()),
+                 asyncio.create_task(runner.run())]
+        try:
+            async with await connect(database_url) as conn:
+                await eventually(lambda: runner.tail is not None and runner.tail.from_stream)
+                skipped = [await asyncio.to_thread(append, session(0, org_id)) for _ in range(3)]
+
+                async def stored_at(position: int) -> bool:
+                    return await current_position(conn, projection.name) == position
+
+                await eventually(lambda: stored_at(skipped[-1]))
+                handled = await asyncio.to_thread(append, message(0, org_id))
+                await eventually(lambda: stored_at(handled))
+                assert projection.applied == [handled] and decoded == [handled]
         finally:
             for task in tasks:
                 task.cancel()

@@ -115,11 +115,13 @@ def plan_batch(projections: Sequence[Projection], batch: Sequence[Recorded],
     """Where each member will stand after the batch, and the events past its position it must apply."""
     reached = dict(positions)
     handled: dict[str, list[Recorded]] = {}
+    kinds = {type(recorded.event) for recorded in batch}  # asked once a kind, not once an event
     for projection in projections:
         fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
         if fresh:
             reached[projection.name] = fresh[-1].position
-        handled[projection.name] = [recorded for recorded in fresh if handles(projection, recorded)]
+        wanted = {kind for kind in kinds if handles_kind(projection, kind)}
+        handled[projection.name] = [recorded for recorded in fresh if type(recorded.event) in wanted]
     return reached, handled
 
 
@@ -210,8 +212,12 @@ def handled_kinds(projections: Sequence[Projection]) -> frozenset[str] | None:
 def handles(projection: Projection, recorded: Recorded) -> bool:
     """Whether the event can change the read model. A projection that changes on a few kinds of event
     only lists them in `handles` (subclasses included); without it, every event counts."""
-    kinds = getattr(projection, "handles", None)
-    return kinds is None or isinstance(recorded.event, kinds)
+    return handles_kind(projection, type(recorded.event))
+
+
+def handles_kind(projection: Projection, kind: type) -> bool:
+    listed = getattr(projection, "handles", None)
+    return listed is None or issubclass(kind, tuple(listed))
 
 
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:

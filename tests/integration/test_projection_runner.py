@@ -6,9 +6,11 @@ relay and NATS stream."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 import uuid
+from typing import AsyncIterator
 
 import psycopg
 import pytest
@@ -311,6 +313,21 @@ async def eventually(check, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
+@contextlib.asynccontextmanager
+async def relayed(runner: ProjectionRunner) -> AsyncIterator[psycopg.AsyncConnection]:
+    """`runner` running, with a relay of its store onto its stream, until the block ends; the block gets a
+    connection of its own to the runner's database."""
+    tasks = [asyncio.create_task(Relay(runner.database_url, runner.nats_url, runner.stream).run()),
+             asyncio.create_task(runner.run())]
+    try:
+        async with await connect(runner.database_url) as conn:
+            yield conn
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(infra, monkeypatch):
     monkeypatch.setattr(runner_module, "SKIPPED_STORE_SECONDS", 1.5)
     database_url = infra.new_database()
@@ -329,33 +346,26 @@ def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(inf
             told.append(positions[projection.name])
 
         runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name, on_reached)
-        tasks = [asyncio.create_task(Relay(database_url, infra.nats_url, stream_name).run()),
-                 asyncio.create_task(runner.run())]
-        try:
-            async with await connect(database_url) as conn:
-                async def stored() -> int:
-                    return await current_position(conn, projection.name)
+        async with relayed(runner) as conn:
+            async def stored() -> int:
+                return await current_position(conn, projection.name)
 
-                async def stored_at(position: int) -> bool:
-                    return await stored() == position
+            async def stored_at(position: int) -> bool:
+                return await stored() == position
 
-                await eventually(lambda: runner.positions != {})
-                skipped = await asyncio.to_thread(append, session(0, org_id))
-                await eventually(lambda: skipped in told)
-                assert await stored() < skipped  # told at once, kept in memory
-                await eventually(lambda: stored_at(skipped))  # and stored a moment later
-                assert projection.applied == []
+            await eventually(lambda: runner.positions != {})
+            skipped = await asyncio.to_thread(append, session(0, org_id))
+            await eventually(lambda: skipped in told)
+            assert await stored() < skipped  # told at once, kept in memory
+            await eventually(lambda: stored_at(skipped))  # and stored a moment later
+            assert projection.applied == []
 
-                again = await asyncio.to_thread(append, session(0, org_id))
-                handled = await asyncio.to_thread(append, message(0, org_id))
-                await eventually(lambda: handled in told)
-                # the applied batch moves the position from where the table had it, past the skipped one
-                assert await stored() == handled and projection.applied == [handled]
-                assert told == sorted(told) and again < handled
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            again = await asyncio.to_thread(append, session(0, org_id))
+            handled = await asyncio.to_thread(append, message(0, org_id))
+            await eventually(lambda: handled in told)
+            # the applied batch moves the position from where the table had it, past the skipped one
+            assert await stored() == handled and projection.applied == [handled]
+            assert told == sorted(told) and again < handled
 
     try:
         asyncio.run(scenario())
@@ -387,24 +397,17 @@ def test_a_runner_passes_over_undecoded_what_its_group_does_not_handle(infra, mo
     async def scenario() -> None:
         projection = MessagesSeen()
         runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name)
-        tasks = [asyncio.create_task(Relay(database_url, infra.nats_url, stream_name).run()),
-                 asyncio.create_task(runner.run())]
-        try:
-            async with await connect(database_url) as conn:
-                await eventually(lambda: runner.tail is not None and runner.tail.from_stream)
-                skipped = [await asyncio.to_thread(append, session(0, org_id)) for _ in range(3)]
+        async with relayed(runner) as conn:
+            await eventually(lambda: runner.tail is not None and runner.tail.from_stream)
+            skipped = [await asyncio.to_thread(append, session(0, org_id)) for _ in range(3)]
 
-                async def stored_at(position: int) -> bool:
-                    return await current_position(conn, projection.name) == position
+            async def stored_at(position: int) -> bool:
+                return await current_position(conn, projection.name) == position
 
-                await eventually(lambda: stored_at(skipped[-1]))
-                handled = await asyncio.to_thread(append, message(0, org_id))
-                await eventually(lambda: stored_at(handled))
-                assert projection.applied == [handled] and decoded == [handled]
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await eventually(lambda: stored_at(skipped[-1]))
+            handled = await asyncio.to_thread(append, message(0, org_id))
+            await eventually(lambda: stored_at(handled))
+            assert projection.applied == [handled] and decoded == [handled]
 
     try:
         asyncio.run(scenario())

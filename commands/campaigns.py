@@ -138,10 +138,11 @@ Resolver = Callable[[Campaign], list[uuid.UUID]]
 @dataclass
 class Progress:
     """What one step of a send did: `finished` once there is nothing more to do for now (sent, cancelled,
-    or scheduled for later)."""
+    or scheduled for later); `position`, the store's position of what it appended (0 if nothing)."""
 
     finished: bool
     sent: int = 0
+    position: int = 0
 
 
 def send_step(store: EventStore, campaign: Campaign, batch_size: int, resolve: Resolver) -> Progress:
@@ -193,9 +194,9 @@ def send_step(store: EventStore, campaign: Campaign, batch_size: int, resolve: R
 
 def _landed(store: EventStore, campaign: Campaign, pending: list[Pending]) -> Progress:
     """Appends the step and, once it is in the store, applies its campaign events to `campaign`."""
-    store.append(*pending)
+    position = store.append(*pending)
     for item in pending:
         if item.stream_id == campaign.campaign_id:
             campaign.apply(item.event)
             campaign.version = item.version
-    return Progress(False)
+    return Progress(False, position=position)

@@ -9,11 +9,18 @@ by the store. That is what makes a send exactly once per recipient across kills;
 nothing but a task per campaign. One sender runs at a time across processes (the `campaign-sender`
 lease, `events.leadership`; a sender replaced while frozen is fenced by the same stream versions), and it
 needs no NATS: the read model it polls and the stream it decides from are both in PostgreSQL.
+
+A send gives way to interactive work: it appends a batch only once the read models have applied the
+batch before the last one (`PACED_BY`, at most `BATCHES_AHEAD` batches ahead of them). Without that, the
+sender appended a whole audience in a few seconds and every conversation and message written meanwhile
+waited in the read models behind the tens of thousands of events it had queued there; paced, the
+sender, the relay and the read models take turns with the API instead of all running flat out at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import uuid
 from datetime import datetime, timezone
@@ -33,7 +40,11 @@ log = logging.getLogger("parley.campaigns")
 MAX_WAIT_SECONDS = 1.0
 AUDIENCE_READ_MODELS = ("core", "chat")  # what the audience query reads: customers, conversations, sessions
 CATCH_UP_POLL_SECONDS = 0.02
-
+# The read models a send waits for: the conversations and their messages an operator reads, and the
+# campaign's own counts (one group, so one position in practice).
+PACED_BY = ("core", "inbox", "campaigns")
+BATCHES_AHEAD = 2  # batches appended and not yet applied by PACED_BY: one projected while the next is appended
+FINAL = ("sent", "cancelled")  # a campaign in these is never sent to again
 
 
 class Sender:
@@ -44,6 +55,8 @@ class Sender:
         self.batch_size = batch_size
         self.wake = asyncio.Event()
         self.sending: dict[uuid.UUID, asyncio.Task] = {}
+        # Campaigns found sent or cancelled while the read model may still say sending: not loaded again.
+        self.over: set[uuid.UUID] = set()
         self.lease = Lease(database_url, "campaign-sender", lease_seconds)
 
     async def run(self) -> None:
@@ -64,6 +77,7 @@ class Sender:
                     task.cancel()
                 await asyncio.gather(*self.sending.values(), return_exceptions=True)
                 self.sending.clear()
+                self.over.clear()
 
     async def _start_due(self, pool: AsyncConnectionPool) -> float:
         """Starts a task for each campaign that is sending or due; returns the seconds until the next is due."""
@@ -72,7 +86,10 @@ class Sender:
         async with pool.connection() as conn:
             rows = await (await conn.execute(PENDING)).fetchall()
         wait, at = MAX_WAIT_SECONDS, datetime.now(timezone.utc)
+        self.over &= {row[0] for row in rows}  # those the read model no longer lists are forgotten
         for campaign_id, org_id, status, scheduled_at in rows:
+            if campaign_id in self.over:
+                continue
             if status == "scheduled" and scheduled_at > at:
                 wait = min(wait, (scheduled_at - at).total_seconds())
                 continue
@@ -85,10 +102,14 @@ class Sender:
 
     async def _send(self, pool: AsyncConnectionPool, org_id: uuid.UUID, campaign_id: uuid.UUID) -> None:
         """Steps the campaign on until it is sent, cancelled or not due yet; after a refused step, it loads
-        the stream again and decides from what is there."""
+        the stream again and decides from what is there. Each step waits for the read models to have
+        applied the step `BATCHES_AHEAD` steps back."""
         campaign = await asyncio.to_thread(load_campaign, self.store, org_id, campaign_id)
+        appended: collections.deque[int] = collections.deque(maxlen=BATCHES_AHEAD)
         while True:
             audience = await self._audience(pool, campaign) if campaign.recipients is None else None
+            if len(appended) == BATCHES_AHEAD:
+                await self._projected(pool, appended[0])
             try:
                 progress = await asyncio.to_thread(send_step, self.store, campaign, self.batch_size,
                                                    lambda _: audience)
@@ -96,7 +117,18 @@ class Sender:
                 campaign = await asyncio.to_thread(load_campaign, self.store, org_id, campaign_id)
                 continue
             if progress.finished:
+                if campaign.status in FINAL:
+                    self.over.add(campaign_id)
                 return
+            appended.append(progress.position)
+
+    async def _projected(self, pool: AsyncConnectionPool, position: int) -> None:
+        """Returns once the read models of PACED_BY have applied the store up to `position`."""
+        while True:
+            async with pool.connection() as conn:  # not held while sleeping: other campaigns poll too
+                if min((await current_positions(conn, PACED_BY)).values()) >= position:
+                    return
+            await asyncio.sleep(CATCH_UP_POLL_SECONDS)
 
     async def _audience(self, pool: AsyncConnectionPool, campaign: Campaign) -> list[uuid.UUID] | None:
         """The audience as of now, once the read models it queries hold everything the store holds now;

@@ -15,6 +15,7 @@ import logging
 import uuid
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
+import msgspec
 import nats
 import psycopg
 from nats.js import JetStreamContext
@@ -128,6 +129,19 @@ def previous_of(msg: Msg) -> int:
 
 def recorded_of(msg: Msg) -> Recorded:
     return Recorded(position_of(msg), uuid.UUID(msg.headers[STREAM_ID]), 0, decode_event(msg.data))
+
+
+class _Kind(msgspec.Struct):
+    """An event's type alone: read past the rest of its JSON, which a tail that wants few kinds never decodes."""
+
+    type: str
+
+
+_kind_decoder = msgspec.json.Decoder(_Kind)
+
+
+def kind_of(msg: Msg) -> str:
+    return _kind_decoder.decode(msg.data).type
 
 
 async def position_at(js: JetStreamContext, stream: str, seq: int) -> int:
@@ -306,16 +320,19 @@ class Tail:
     A consumer applies each batch before it asks for the next and records its own position with what it
     applied (so a restart resumes there); a batch may be empty when `wake` was called, for consumers that
     keep work for a quiet moment, or after messages passed over: with `wanted`, a stream message is
-    passed over undecoded while it returns False (nobody to tell), and `position` still moves past it."""
+    passed over undecoded while it returns False (nobody to tell), and with `kinds`, one whose event is
+    of no kind named (a campaign's thousands of messages, for a read model of documents); `position`
+    still moves past it."""
 
     def __init__(self, store: EventStore, nats_url: str, stream_name: str, *, batch: int = TAIL_BATCH,
-                 name: str = "tail", wanted: Callable[[], bool] | None = None):
+                 name: str = "tail", wanted: Callable[[], bool] | None = None, kinds: frozenset[str] | None = None):
         self.store = store
         self.nats_url = nats_url
         self.stream = stream_name
         self.batch = batch
         self.name = name
         self.wanted = wanted
+        self.kinds = kinds
         self.position = 0
         self.from_stream = False  # how events arrive now (what /readyz and the tests observe)
         self._inbox: asyncio.Queue = asyncio.Queue()
@@ -429,7 +446,8 @@ class Tail:
                     yield self._passed(filled)
                 if at <= self.position:
                     continue
-            if self.wanted is not None and not self.wanted():
+            if (self.wanted is not None and not self.wanted()) or (
+                    self.kinds is not None and kind_of(item) not in self.kinds):
                 if batch:
                     yield self._passed(batch)
                     batch = []

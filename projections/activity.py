@@ -12,7 +12,7 @@ A run of messages is applied in one statement, as the inbox does it.
 from __future__ import annotations
 
 from events import types as ev
-from projections.handlers import Handler, ReadModel, as_json
+from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 
 TABLES = ("rm_activity_conversations", "rm_activity_days")
 
@@ -65,24 +65,25 @@ FROM run WHERE c.id = run.conversation_id
 """
 
 
-async def _conversation(conn, e: ev.ConversationCreated) -> None:
-    inserted = await (await conn.execute(
-        "INSERT INTO rm_activity_conversations (id, org_id, website_id) VALUES (%s, %s, %s) "
-        "ON CONFLICT DO NOTHING RETURNING 1", (e.conversation_id, e.org_id, e.website_id))).fetchone()
-    if inserted:
-        await conn.execute(
-            "INSERT INTO rm_activity_days AS d (website_id, day, conversations) VALUES (%s, (%s AT TIME ZONE 'UTC')::date, 1) "
-            "ON CONFLICT (website_id, day) DO UPDATE SET conversations = d.conversations + 1", (e.website_id, e.at))
+async def _conversations(conn, events: list[ev.ConversationCreated]) -> None:
+    """The run's conversations, and each day's count of those it started (a conversation applied again
+    counts once)."""
+    await conn.execute(
+        f"WITH c AS (SELECT * FROM {CONVERSATIONS_CREATED}), "
+        "inserted AS (INSERT INTO rm_activity_conversations (id, org_id, website_id) "
+        "SELECT conversation_id, org_id, website_id FROM c ORDER BY n ON CONFLICT DO NOTHING RETURNING id) "
+        "INSERT INTO rm_activity_days AS d (website_id, day, conversations) "
+        "SELECT c.website_id, (c.at AT TIME ZONE 'UTC')::date, count(*) FROM c JOIN inserted ON inserted.id = c.conversation_id "
+        "GROUP BY 1, 2 ON CONFLICT (website_id, day) DO UPDATE SET conversations = d.conversations + EXCLUDED.conversations",
+        (as_json(events),))
 
 
 async def _messages(conn, events: list[ev.MessageCreated]) -> None:
     await conn.execute(MESSAGES, (as_json(events),))
 
 
-HANDLERS: dict[type, Handler] = {ev.ConversationCreated: _conversation}
-
-
 class ActivityProjection(ReadModel):
     name, ddl, tables = "activity", DDL, TABLES
-    handlers = HANDLERS
-    run_handlers = {ev.MessageCreated: _messages}
+    handlers: dict[type, Handler] = {}
+    run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}
+    handles = tuple(run_handlers)

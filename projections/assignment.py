@@ -10,7 +10,7 @@ reply take it (`claim_by`, the first such operator)."""
 from __future__ import annotations
 
 from events import types as ev
-from projections.handlers import Handler, ReadModel, as_json
+from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 
 WAKE_CHANNEL = "parley_assignment"  # notified when there may be a conversation to assign, or someone to take it
 
@@ -46,15 +46,15 @@ async def _configured(conn, e: ev.WebsiteAssignmentConfigured) -> None:
     await _wake(conn)
 
 
-async def _created(conn, e: ev.ConversationCreated) -> None:
-    """A conversation of a website that assigns (or lets a reply take a conversation) is followed here."""
-    inserted = await conn.execute(
-        "INSERT INTO rm_assignment_conversations (conversation_id, org_id, website_id, queued) "
-        "SELECT %s, %s, website_id, mode <> 'off' AND NOT %s FROM rm_assignment_settings "
-        "WHERE website_id = %s AND (mode <> 'off' OR assign_on_reply) ON CONFLICT DO NOTHING",
-        (e.conversation_id, e.org_id, e.operator_only, e.website_id))
-    if inserted.rowcount:
-        await _wake(conn)
+async def _created(conn, events: list[ev.ConversationCreated]) -> None:
+    """A conversation of a website that assigns (or lets a reply take a conversation) is followed here, in
+    the order they came; the assigner is woken when there is one."""
+    await conn.execute(
+        f"WITH inserted AS (INSERT INTO rm_assignment_conversations (conversation_id, org_id, website_id, queued) "
+        f"SELECT c.conversation_id, c.org_id, s.website_id, s.mode <> 'off' AND NOT c.operator_only "
+        f"FROM {CONVERSATIONS_CREATED} JOIN rm_assignment_settings s ON s.website_id = c.website_id "
+        "WHERE s.mode <> 'off' OR s.assign_on_reply ORDER BY c.n ON CONFLICT DO NOTHING RETURNING 1) "
+        "SELECT pg_notify(%s, '') WHERE EXISTS (SELECT FROM inserted)", (as_json(events), WAKE_CHANNEL))
 
 
 async def _assigned(conn, e: ev.ConversationAssigned) -> None:
@@ -99,7 +99,6 @@ async def _someone_changed(conn, _: ev.Event) -> None:
 
 HANDLERS: dict[type, Handler] = {
     ev.WebsiteAssignmentConfigured: _configured,
-    ev.ConversationCreated: _created,
     ev.ConversationAssigned: _assigned,
     ev.ConversationUpdated: _updated,
     ev.OperatorAvailabilityChanged: _someone_changed,
@@ -110,5 +109,5 @@ HANDLERS: dict[type, Handler] = {
 class AssignmentProjection(ReadModel):
     name, ddl, tables = "assignment", DDL, TABLES
     handlers = HANDLERS
-    run_handlers = {ev.MessageCreated: _replies}
-    handles = (*HANDLERS, ev.MessageCreated)
+    run_handlers = {ev.MessageCreated: _replies, ev.ConversationCreated: _created}
+    handles = (*HANDLERS, *run_handlers)

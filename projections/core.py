@@ -10,7 +10,7 @@ from commands.deciders.website import WIDGET_FIELDS
 from events import types as ev
 from events.store import CREDENTIAL_GENERATION
 from projections import workflow
-from projections.handlers import Handler, ReadModel, as_json
+from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 
 TABLES = (
     "rm_organizations", "rm_websites", "rm_operators", "rm_operator_tokens", "rm_operator_orgs",
@@ -365,11 +365,11 @@ async def _customer_updated(conn, e: ev.CustomerUpdated) -> None:
         (*changes.values(), e.at, e.customer_id))
 
 
-async def _conversation(conn, e: ev.ConversationCreated) -> None:
+async def _conversations(conn, events: list[ev.ConversationCreated]) -> None:
     await conn.execute(
         "INSERT INTO rm_conversations (id, org_id, website_id, customer_id, created_at, last_edit_time, "
-        "operator_only, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only, Jsonb(e.metadata)))
+        f"operator_only, metadata) SELECT conversation_id, org_id, website_id, customer_id, at, at, operator_only, "
+        f"metadata FROM {CONVERSATIONS_CREATED} ORDER BY n ON CONFLICT DO NOTHING", (as_json(events),))
 
 
 async def _conversation_metadata(conn, e: ev.ConversationMetadataSet) -> None:
@@ -526,7 +526,6 @@ HANDLERS: dict[type, Handler] = {
     ev.ApiKeyRevoked: _api_key_revoked,
     ev.CustomerCreated: _customer,
     ev.CustomerUpdated: _customer_updated,
-    ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
     ev.ConversationMetadataSet: _conversation_metadata,
     ev.MessageRead: _message_read,
@@ -545,4 +544,4 @@ HANDLERS: dict[type, Handler] = {
 class CoreProjection(ReadModel):
     name, ddl, tables = "core", DDL, TABLES
     handlers = HANDLERS
-    run_handlers = {ev.MessageCreated: _messages}
+    run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}

@@ -8,7 +8,7 @@ parameter cost the projection's process more than the rows they carry."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Awaitable, Callable, ClassVar, Sequence
+from typing import Any, Awaitable, Callable, ClassVar, Iterator, Sequence
 
 import msgspec
 import psycopg
@@ -40,7 +40,7 @@ class ReadModel:
 
     async def apply_all(self, conn: psycopg.AsyncConnection, batch: Sequence[Recorded]) -> None:
         """Applies the batch in order, run by run of the same kind of event."""
-        for kind, run in itertools.groupby(batch, key=lambda recorded: type(recorded.event)):
+        for kind, run in runs(batch):
             if apply_run := self.run_handlers.get(kind):
                 await apply_run(conn, [recorded.event for recorded in run])
             elif handler := self.handlers.get(kind):
@@ -48,5 +48,19 @@ class ReadModel:
                     await handler(conn, recorded.event)
 
 
+def runs(batch: Sequence[Recorded]) -> Iterator[tuple[type, list[Recorded]]]:
+    """The batch as runs of consecutive events of one kind, in order."""
+    for kind, run in itertools.groupby(batch, key=lambda recorded: type(recorded.event)):
+        yield kind, list(run)
+
+
 def as_json(events: list[Any]) -> str:
     return msgspec.json.encode(events).decode()
+
+
+# A run of `ConversationCreated` (a campaign's batch opens one conversation per recipient) as the rows of
+# one statement, in the run's order (`n`): `FROM {CONVERSATIONS_CREATED}` with `as_json(events)`.
+CONVERSATIONS_CREATED = (
+    "ROWS FROM (json_to_recordset(%s::json) AS (conversation_id uuid, org_id uuid, website_id uuid, customer_id uuid, "
+    "at timestamptz, operator_only boolean, metadata jsonb)) WITH ORDINALITY "
+    "AS c(conversation_id, org_id, website_id, customer_id, at, operator_only, metadata, n)")

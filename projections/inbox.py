@@ -20,7 +20,7 @@ import re
 
 from events import types as ev
 from projections import workflow
-from projections.handlers import Handler, ReadModel, as_json
+from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 
 TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_members")
 
@@ -122,11 +122,11 @@ async def _member_removed(conn, e: ev.OperatorOrgRemoved) -> None:
                        (e.org_id, e.operator_id))
 
 
-async def _conversation(conn, e: ev.ConversationCreated) -> None:
+async def _conversations(conn, events: list[ev.ConversationCreated]) -> None:
     await conn.execute(
         "INSERT INTO rm_inbox (id, org_id, website_id, customer_id, created_at, last_edit_time, operator_only) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.conversation_id, e.org_id, e.website_id, e.customer_id, e.at, e.at, e.operator_only))
+        f"SELECT conversation_id, org_id, website_id, customer_id, at, at, operator_only FROM {CONVERSATIONS_CREATED} "
+        "ORDER BY n ON CONFLICT DO NOTHING", (as_json(events),))
 
 
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
@@ -190,7 +190,6 @@ HANDLERS: dict[type, Handler] = {
     ev.OperatorCreated: _operator,
     ev.OperatorOrgAdded: _member_added,
     ev.OperatorOrgRemoved: _member_removed,
-    ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
     ev.MessageRead: _message_read,
 }
@@ -200,4 +199,4 @@ class InboxProjection(ReadModel):
     name, ddl, tables = "inbox", DDL, TABLES
     functions = ("rm_inbox_count()", "rm_inbox_mentions_follow()")
     handlers = HANDLERS
-    run_handlers = {ev.MessageCreated: _messages}
+    run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}

@@ -30,13 +30,14 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import msgspec
 import psycopg
 
 from events import types as ev
 from events.store import Recorded
+from projections.handlers import CONVERSATIONS_CREATED, as_json, runs
 
 CHANNEL = "parley_notifications"
 SNIPPET = 120  # characters of a visitor's message a `message.new` quotes
@@ -151,6 +152,20 @@ class NotificationsProjection:
         await conn.execute("DROP TABLE IF EXISTS " + ", ".join(TABLES))
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        await self.apply_all(conn, [recorded])
+
+    async def apply_all(self, conn: psycopg.AsyncConnection, batch: Sequence[Recorded]) -> None:
+        """Event by event, but a run of new conversations (a campaign's batch) is recorded in one statement."""
+        for kind, run in runs(batch):
+            if kind is ev.ConversationCreated:
+                await conn.execute(
+                    "INSERT INTO rm_notify_conversations (id, org_id, website_id) SELECT conversation_id, org_id, "
+                    f"website_id FROM {CONVERSATIONS_CREATED} ORDER BY n ON CONFLICT DO NOTHING",
+                    (as_json([recorded.event for recorded in run]),))
+            for recorded in run:
+                await self._apply(conn, recorded)
+
+    async def _apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
         if isinstance(e, (ev.OperatorCreated, ev.OperatorOrgAdded, ev.OperatorOrgRemoved, ev.OperatorDisabled,
                           ev.OperatorEnabled, ev.OperatorRoleChanged, ev.OperatorProfileChanged)):
@@ -162,9 +177,6 @@ class NotificationsProjection:
             await conn.execute("INSERT INTO rm_notify_webhooks (id, website_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                                (e.subscription_id, e.website_id))
         elif isinstance(e, ev.ConversationCreated):
-            await conn.execute(
-                "INSERT INTO rm_notify_conversations (id, org_id, website_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                (e.conversation_id, e.org_id, e.website_id))
             if not e.operator_only and (e.actor is None or e.actor.kind == "customer"):
                 await notify(conn, recorded, "conversation.new", EVERYONE, "New conversation on {website}",
                              e.conversation_id, e.website_id)

@@ -19,7 +19,7 @@ A run of messages is applied in one statement, as the inbox and the activity mod
 from __future__ import annotations
 
 from events import types as ev
-from projections.handlers import Handler, ReadModel, as_json
+from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 from projections.workflow import handlers as workflow_handlers
 
 TABLES = ("rm_report_conversations", "rm_report_messages", "rm_report_resolutions")
@@ -75,11 +75,11 @@ WHERE c.id = COALESCE(v.conversation_id, a.conversation_id)
 """
 
 
-async def _conversation(conn, e: ev.ConversationCreated) -> None:
+async def _conversations(conn, events: list[ev.ConversationCreated]) -> None:
     await conn.execute(
         "INSERT INTO rm_report_conversations (id, org_id, website_id, created_at, opened_at) "
-        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.conversation_id, e.org_id, e.website_id, e.at, e.at))
+        f"SELECT conversation_id, org_id, website_id, at, at FROM {CONVERSATIONS_CREATED} ORDER BY n "
+        "ON CONFLICT DO NOTHING", (as_json(events),))
 
 
 async def _conversation_updated(conn, e: ev.ConversationUpdated) -> None:
@@ -111,7 +111,6 @@ async def _messages(conn, events: list[ev.MessageCreated]) -> None:
 
 WORKFLOW = workflow_handlers("rm_report_conversations")
 HANDLERS: dict[type, Handler] = {
-    ev.ConversationCreated: _conversation,
     ev.ConversationUpdated: _conversation_updated,
     ev.MessageRated: _rated,
     **{kind: WORKFLOW[kind] for kind in (ev.ConversationAssigned, ev.ConversationLabelsChanged, ev.TeamDeleted,
@@ -122,5 +121,5 @@ HANDLERS: dict[type, Handler] = {
 class ReportsProjection(ReadModel):
     name, ddl, tables = "reports", DDL, TABLES
     handlers = HANDLERS
-    run_handlers = {ev.MessageCreated: _messages}
-    handles = (*HANDLERS, ev.MessageCreated)
+    run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}
+    handles = (*HANDLERS, *run_handlers)

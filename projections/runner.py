@@ -115,11 +115,13 @@ def plan_batch(projections: Sequence[Projection], batch: Sequence[Recorded],
     """Where each member will stand after the batch, and the events past its position it must apply."""
     reached = dict(positions)
     handled: dict[str, list[Recorded]] = {}
+    kinds = {type(recorded.event) for recorded in batch}  # asked once a kind, not once an event
     for projection in projections:
         fresh = [recorded for recorded in batch if recorded.position > positions[projection.name]]
         if fresh:
             reached[projection.name] = fresh[-1].position
-        handled[projection.name] = [recorded for recorded in fresh if handles(projection, recorded)]
+        wanted = {kind for kind in kinds if handles_kind(projection, kind)}
+        handled[projection.name] = [recorded for recorded in fresh if type(recorded.event) in wanted]
     return reached, handled
 
 
@@ -191,11 +193,31 @@ def fenced(fence: Fence) -> LeadershipLost:
     return LeadershipLost(f"{fence.name} generation {fence.generation} is stale: its batch was refused")
 
 
+def handled_kinds(projections: Sequence[Projection]) -> frozenset[str] | None:
+    """The names of the kinds of event a group changes on (subclasses included), or None when a member
+    changes on every event."""
+    kinds: set[str] = set()
+    for projection in projections:
+        listed = getattr(projection, "handles", None)
+        if listed is None:
+            return None
+        pending = list(listed)
+        while pending:
+            kind = pending.pop()
+            kinds.add(kind.__name__)
+            pending += kind.__subclasses__()
+    return frozenset(kinds)
+
+
 def handles(projection: Projection, recorded: Recorded) -> bool:
     """Whether the event can change the read model. A projection that changes on a few kinds of event
     only lists them in `handles` (subclasses included); without it, every event counts."""
-    kinds = getattr(projection, "handles", None)
-    return kinds is None or isinstance(recorded.event, kinds)
+    return handles_kind(projection, type(recorded.event))
+
+
+def handles_kind(projection: Projection, kind: type) -> bool:
+    listed = getattr(projection, "handles", None)
+    return listed is None or issubclass(kind, tuple(listed))
 
 
 async def apply_events(conn: psycopg.AsyncConnection, projection: Projection, events: Sequence[Recorded]) -> None:
@@ -347,7 +369,7 @@ class ProjectionRunner:
     async def _follow(self, conn: psycopg.AsyncConnection) -> None:
         """Applies the log as the tail brings it: from the stream, or from the store while NATS is down."""
         self.tail = stream.Tail(self.store, self.nats_url, self.stream, batch=LIVE_BATCH,
-                                name=f"projections {self.name}")
+                                name=f"projections {self.name}", kinds=handled_kinds(self.projections))
         loop = asyncio.get_running_loop()
         checked_at = loop.time()
         waking = asyncio.create_task(self._wake_while_idle())
@@ -357,7 +379,9 @@ class ProjectionRunner:
                     if batch:
                         await self._apply(conn, batch)
                         checked_at = loop.time()
-                    elif loop.time() - checked_at >= IDLE_CHECK_SECONDS:
+                    if self.tail.position > min(self.positions.values()):  # events of other kinds passed over
+                        await self._skip({name: max(at, self.tail.position) for name, at in self.positions.items()})
+                    elif not batch and loop.time() - checked_at >= IDLE_CHECK_SECONDS:
                         await conn.execute("SELECT 1")  # raises if the server went away: start again
                         checked_at = loop.time()
                     if self._store_by is not None and loop.time() >= self._store_by:
@@ -376,12 +400,19 @@ class ProjectionRunner:
             self.positions = self.stored = await apply_plan(conn, self.projections, batch, reached, handled,
                                                             self.stored, self.fence)
             self._store_by = None
+            if self.on_reached is not None:
+                await self.on_reached(self.positions)
         else:
-            self.positions = reached
-            if self._store_by is None:
-                loop = asyncio.get_running_loop()
-                self._store_by = loop.time() + SKIPPED_STORE_SECONDS
-                loop.call_at(self._store_by, self.tail.wake)  # wakes the loop if nothing else does
+            await self._skip(reached)
+
+    async def _skip(self, reached: dict[str, int]) -> None:
+        """Moves the positions past events none of the group handles: stored at the loop's next turn, or
+        with `on_reached`, within SKIPPED_STORE_SECONDS (readers in this process are told at once)."""
+        self.positions = reached
+        if self._store_by is None:
+            loop = asyncio.get_running_loop()
+            self._store_by = loop.time() + (SKIPPED_STORE_SECONDS if self.on_reached else 0.0)
+            loop.call_at(self._store_by, self.tail.wake)  # wakes the loop if nothing else does
         if self.on_reached is not None:
             await self.on_reached(self.positions)
 

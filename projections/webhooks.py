@@ -10,10 +10,12 @@ log, and a replay finds its deliveries already there (one per subscription and p
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 import psycopg
 
 from commands.webhooks import EVERY_EVENT, FIRST_EVENT_NAMES
+from projections.handlers import CONVERSATIONS_CREATED, as_json, runs
 from projections.views.identities import identities
 from projections.views.payloads import WORKFLOW_EVENTS, webhook_event, workflow_webhook_event
 from events import types as ev
@@ -105,6 +107,22 @@ class WebhookProjection:
                            "rm_webhook_conversations")
 
     async def apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
+        await self.apply_all(conn, [recorded])
+
+    async def apply_all(self, conn: psycopg.AsyncConnection, batch: Sequence[Recorded]) -> None:
+        """Event by event, but a run of new conversations (a campaign's batch) is recorded in one statement."""
+        for kind, run in runs(batch):
+            if kind is ev.ConversationCreated:
+                await conn.execute(
+                    f"WITH c AS (SELECT * FROM {CONVERSATIONS_CREATED}), private AS ("
+                    "INSERT INTO rm_webhook_private_conversations (id) SELECT conversation_id FROM c WHERE operator_only "
+                    "ON CONFLICT DO NOTHING) INSERT INTO rm_webhook_conversations (id, website_id, private) "
+                    "SELECT conversation_id, website_id, operator_only FROM c ORDER BY n ON CONFLICT DO NOTHING",
+                    (as_json([recorded.event for recorded in run]),))
+            for recorded in run:
+                await self._apply(conn, recorded)
+
+    async def _apply(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
         if isinstance(e, (ev.WebhookSubscribed, ev.WebhookUpdated, ev.WebhookEnabled)):
             self.subscribers = None
@@ -136,12 +154,6 @@ class WebhookProjection:
 
     async def _deliverable(self, conn: psycopg.AsyncConnection, recorded: Recorded) -> None:
         e = recorded.event
-        if isinstance(e, ev.ConversationCreated):
-            if e.operator_only:
-                await conn.execute("INSERT INTO rm_webhook_private_conversations (id) VALUES (%s) "
-                                   "ON CONFLICT DO NOTHING", (e.conversation_id,))
-            await conn.execute("INSERT INTO rm_webhook_conversations (id, website_id, private) VALUES (%s, %s, %s) "
-                               "ON CONFLICT DO NOTHING", (e.conversation_id, e.website_id, e.operator_only))
         if isinstance(e, WORKFLOW_EVENTS):
             await self._workflow(conn, recorded)
             return

@@ -6,9 +6,11 @@ relay and NATS stream."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 import uuid
+from typing import AsyncIterator
 
 import psycopg
 import pytest
@@ -16,11 +18,17 @@ import pytest
 from commands.streams import now
 from events import types as ev
 from events.store import EventStore, Pending, Recorded
+from events import stream as stream_module
 from events.stream import Relay
 from events.ids import new_id
 from projections import runner as runner_module
+from projections.activity import ActivityProjection
+from projections.assignment import AssignmentProjection
 from projections.core import CoreProjection
 from projections.inbox import InboxProjection
+from projections.notifications import NotificationsProjection
+from projections.reports import ReportsProjection
+from projections.webhooks import WebhookProjection
 from projections.runner import (NOTIFY_CHANNEL, ProjectionRunner, apply_batch, catch_up_if_idle, connect,
                                 current_position, ensure_tables)
 from readapi.consistency import PositionWatch
@@ -182,6 +190,53 @@ def test_a_run_of_messages_in_one_statement_leaves_what_one_at_a_time_leaves(inf
     assert [row[:2] for row in together["rm_inbox_mentions"]] == [(operator_id, a)]
 
 
+def test_a_run_of_conversations_in_one_statement_leaves_what_one_at_a_time_leaves(infra, monkeypatch):
+    """A campaign's batch opens a run of conversations, which core, inbox, activity, reports, assignment,
+    webhooks and notifications each write in one statement: the read models must end as one event per batch leaves them (the
+    activity's count of the day, the assignment's queue in the order the conversations came, a private
+    conversation not queued, a conversation of a website that does not assign not followed)."""
+    org_id, assigning, other = new_id(), new_id(), new_id()
+    conversations = [(new_id(), website_id, operator_only) for website_id, operator_only in
+                     [(assigning, False), (other, False), (assigning, True), (assigning, False), (other, False)]]
+    at = now()
+    history = [Pending(assigning, 1, ev.WebsiteAssignmentConfigured(org_id=org_id, at=at, website_id=assigning,
+                                                                    mode="round-robin", capacity=5))]
+    history += [Pending(c, 1, ev.ConversationCreated(org_id=org_id, at=at, conversation_id=c, website_id=website_id,
+                                                     customer_id=new_id(), operator_only=operator_only,
+                                                     metadata={"plan": "pro"}))
+                for c, website_id, operator_only in conversations]
+    tables = {"rm_conversations": "id", "rm_inbox": "id", "(SELECT id, metadata, operator_only FROM rm_conversations) c": "id", "rm_activity_conversations": "id",
+              "rm_activity_days": "website_id", "rm_report_conversations": "id",
+              "rm_assignment_conversations": "seq", "rm_webhook_conversations": "id",
+              "rm_webhook_private_conversations": "id", "rm_notify_conversations": "id"}
+
+    def project(batch_size: int) -> dict[str, list]:
+        database_url = infra.new_database()
+        store = EventStore(database_url, pool_size=1)
+        monkeypatch.setattr(runner_module, "CATCH_UP_BATCH", batch_size)
+        try:
+            store.append(*history)
+            for projection in (CoreProjection(), InboxProjection(), ActivityProjection(), ReportsProjection(),
+                               AssignmentProjection(), WebhookProjection(), NotificationsProjection()):
+                assert asyncio.run(catch_up_if_idle(database_url, projection, store))
+        finally:
+            store.close()
+        with psycopg.connect(database_url) as conn:
+            return {table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+                    for table, order in tables.items()}
+
+    together, alone = project(1000), project(1)
+    assert together == alone
+    assert sorted((row[0], row[2]) for row in together["rm_activity_days"]) == sorted([(assigning, 3), (other, 2)])
+    assert [row[0] for row in together["rm_assignment_conversations"]] == [conversations[0][0], conversations[2][0],
+                                                                          conversations[3][0]]
+    assert [row[-2] for row in together["rm_assignment_conversations"]] == [True, False, True]  # queued
+    assert [row[0] for row in together["rm_webhook_private_conversations"]] == [conversations[2][0]]
+    assert len(together["rm_webhook_conversations"]) == len(together["rm_notify_conversations"]) == 5
+    assert together["(SELECT id, metadata, operator_only FROM rm_conversations) c"] == sorted(
+        (c, {"plan": "pro"}, operator_only) for c, _, operator_only in conversations)
+
+
 def test_the_search_index_handles_only_document_events():
     from projections.search import SearchProjection
     from projections.runner import handles
@@ -258,6 +313,21 @@ async def eventually(check, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
+@contextlib.asynccontextmanager
+async def relayed(runner: ProjectionRunner) -> AsyncIterator[psycopg.AsyncConnection]:
+    """`runner` running, with a relay of its store onto its stream, until the block ends; the block gets a
+    connection of its own to the runner's database."""
+    tasks = [asyncio.create_task(Relay(runner.database_url, runner.nats_url, runner.stream).run()),
+             asyncio.create_task(runner.run())]
+    try:
+        async with await connect(runner.database_url) as conn:
+            yield conn
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(infra, monkeypatch):
     monkeypatch.setattr(runner_module, "SKIPPED_STORE_SECONDS", 1.5)
     database_url = infra.new_database()
@@ -276,33 +346,68 @@ def test_a_runner_with_readers_in_its_process_stores_skipped_positions_later(inf
             told.append(positions[projection.name])
 
         runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name, on_reached)
-        tasks = [asyncio.create_task(Relay(database_url, infra.nats_url, stream_name).run()),
-                 asyncio.create_task(runner.run())]
-        try:
-            async with await connect(database_url) as conn:
-                async def stored() -> int:
-                    return await current_position(conn, projection.name)
+        async with relayed(runner) as conn:
+            async def stored() -> int:
+                return await current_position(conn, projection.name)
 
-                async def stored_at(position: int) -> bool:
-                    return await stored() == position
+            async def stored_at(position: int) -> bool:
+                return await stored() == position
 
-                await eventually(lambda: runner.positions != {})
-                skipped = await asyncio.to_thread(append, session(0, org_id))
-                await eventually(lambda: skipped in told)
-                assert await stored() < skipped  # told at once, kept in memory
-                await eventually(lambda: stored_at(skipped))  # and stored a moment later
-                assert projection.applied == []
+            await eventually(lambda: runner.positions != {})
+            skipped = await asyncio.to_thread(append, session(0, org_id))
+            await eventually(lambda: skipped in told)
+            assert await stored() < skipped  # told at once, kept in memory
+            await eventually(lambda: stored_at(skipped))  # and stored a moment later
+            assert projection.applied == []
 
-                again = await asyncio.to_thread(append, session(0, org_id))
-                handled = await asyncio.to_thread(append, message(0, org_id))
-                await eventually(lambda: handled in told)
-                # the applied batch moves the position from where the table had it, past the skipped one
-                assert await stored() == handled and projection.applied == [handled]
-                assert told == sorted(told) and again < handled
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            again = await asyncio.to_thread(append, session(0, org_id))
+            handled = await asyncio.to_thread(append, message(0, org_id))
+            await eventually(lambda: handled in told)
+            # the applied batch moves the position from where the table had it, past the skipped one
+            assert await stored() == handled and projection.applied == [handled]
+            assert told == sorted(told) and again < handled
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        store.close()
+
+
+def test_a_runner_passes_over_undecoded_what_its_group_does_not_handle(infra, monkeypatch):
+    """A group whose members all list what they handle (the search index: documents) never decodes the
+    other events the stream brings (a campaign's thousands of messages), and still stores its position
+    past them, at once when no reader shares its process."""
+    database_url = infra.new_database()
+    stream_name = f"TEST_{uuid.uuid4().hex[:10].upper()}"
+    store = EventStore(database_url, pool_size=2)
+    org_id = new_id()
+    decoded: list[int] = []
+    recorded_of = stream_module.recorded_of
+
+    def counted(msg):
+        recorded = recorded_of(msg)
+        decoded.append(recorded.position)
+        return recorded
+
+    monkeypatch.setattr(stream_module, "recorded_of", counted)
+
+    def append(recorded: Recorded) -> int:
+        return store.append(Pending(recorded.stream_id, 1, recorded.event))
+
+    async def scenario() -> None:
+        projection = MessagesSeen()
+        runner = ProjectionRunner([projection], store, database_url, infra.nats_url, stream_name)
+        async with relayed(runner) as conn:
+            await eventually(lambda: runner.tail is not None and runner.tail.from_stream)
+            skipped = [await asyncio.to_thread(append, session(0, org_id)) for _ in range(3)]
+
+            async def stored_at(position: int) -> bool:
+                return await current_position(conn, projection.name) == position
+
+            await eventually(lambda: stored_at(skipped[-1]))
+            handled = await asyncio.to_thread(append, message(0, org_id))
+            await eventually(lambda: stored_at(handled))
+            assert projection.applied == [handled] and decoded == [handled]
 
     try:
         asyncio.run(scenario())

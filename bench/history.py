@@ -130,11 +130,14 @@ def ndjson(base_url: str, token: str, api: psutil.Process) -> tuple[float, int, 
 
 def warm_up(base_url: str, token: str, api: psutil.Process) -> None:
     """A short read of the history (its code paths, prepared statements, pool connections), then a wait
-    until the API process has settled: it loads the search model in the background after it starts."""
+    until the API process has settled: it loads the search model in the background after it starts (a few
+    hundred MB and seconds of CPU, tens on a busy machine), which `/readyz` tells."""
+    deadline = time.monotonic() + SETTLE_SECONDS
     with httpx.Client(base_url=base_url, timeout=600) as client:
         response = client.get("/api/events", params={"limit": 1000}, headers={"Authorization": f"Token {token}"})
         assert response.status_code == 200, response.text
-    deadline = time.monotonic() + SETTLE_SECONDS
+        while client.get("/readyz").json()["search"]["model"] == "loading" and time.monotonic() < deadline:
+            time.sleep(0.5)
     while api.cpu_percent(1.0) >= SETTLED_CPU_PERCENT and time.monotonic() < deadline:
         pass
 

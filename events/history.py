@@ -3,7 +3,9 @@ for (`HistoryFilter`), the one SQL statement that pages through them by position
 public line the events API, the exports and the audit trail all show.
 
 Pages are windows of positions (`last < position <= last + PAGE`), one short statement each, so nothing is
-held open between pages and memory holds one page, however long the history. A window, not a LIMIT: the
+held open between pages and memory holds a page or two, however long the history. The events API and the
+exports read `batches`: a window of BATCH positions as one value that PostgreSQL builds, decoded in one
+call (`events.public.PageDecoder`), the next read while this one is worked on. A window, not a LIMIT: the
 filters look inside the JSON, which the planner cannot estimate, and with a LIMIT it may choose to scan
 and sort the whole table for every page; a range of the primary key is read by its index whatever it
 holds. Appends commit in position order (the store's table lock), so paging never passes an event that

@@ -189,6 +189,6 @@ class Line(msgspec.Struct, frozen=True, rename={"stream_id": "streamId"}, gc=Fal
 
     position: int
     type: str
-    at: str  # RFC 3339, UTC, as recorded
+    at: str | msgspec.Raw  # RFC 3339, UTC, as recorded (as its stored JSON when a page was read)
     stream_id: str
     data: Shape

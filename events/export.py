@@ -2,9 +2,11 @@
 typed columns; every type asked for, empty when none happened) or one JSON Lines file (`events.jsonl`, the lines of `GET /api/events`), and a
 `manifest.json` (rows per file, the events left out for want of a public shape, the last position).
 
-pyarrow writes the Parquet files: its `ParquetWriter` takes row groups one at a time, so memory holds one
-page of the store and one pending row group per type, whatever the history's length; DuckDB, which reads
-the files, would need the rows handed to it through Python objects or Arrow anyway.
+pyarrow writes the Parquet files: its `ParquetWriter` takes row groups one at a time, so memory holds two
+pages of the store (`events.history.batches` reads the next while this one is written) and one pending
+row group per type as Arrow columns, whatever the history's length; DuckDB, which reads the files, would
+need the rows handed to it through Python objects or Arrow anyway. A page is decoded in one call
+(`events.public.PageDecoder`), each type's rows of it made into Arrow columns together.
 
 Columns: `position` (int64), `occurredAt` (timestamp, UTC: the lines' `at`, which DuckDB's SQL reserves),
 `streamId` (string), then the public shape's fields
@@ -17,9 +19,10 @@ from __future__ import annotations
 import types
 import typing
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -27,12 +30,12 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from events.history import HEAD, HistoryFilter, Reading, ndjson, pages
-from events.public import SHAPE_BY_NAME, Shape, readable
+from events.history import HEAD, LINES, HistoryFilter, Reading, batches, ndjson
+from events.public import SHAPE_BY_NAME, PageDecoder, Shape, Stored
 
 Format = Literal["parquet", "jsonl"]
 FORMATS: tuple[str, ...] = typing.get_args(Format)
-ROW_GROUP = 10_000  # rows a type gathers before they are written out as a Parquet row group
+ROW_GROUP = 10_000  # rows a type gathers (pages whole) before they are written out as a Parquet row group
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 JSON_TEXT = "json"  # a column kind: the value's JSON, as text
 
@@ -57,23 +60,27 @@ def _column_kind(tp) -> tuple[pa.DataType, object]:
 
 @dataclass
 class Columns:
-    """How one event type is written: its Arrow schema, and the decoder of a stored event into a row."""
+    """How one event type is written: its Arrow schema, and the twin fields it is decoded by."""
 
     schema: pa.Schema
-    decoder: msgspec.json.Decoder
-    raw: tuple[int, ...]  # the row positions of JSON-text columns
+    names: tuple[str, ...]  # the shape's fields, in the schema's order after the line's own columns
+    raw: tuple[int, ...]  # the column positions of JSON-text columns
 
     @classmethod
     def of(cls, shape: type[Shape]) -> "Columns":
         fields = msgspec.structs.fields(shape)
         kinds = [_column_kind(f.type) for f in fields]
-        row = msgspec.defstruct(f"Row{shape.__name__}", [("at", str), *(
-            (f.name, decoded, _default(f)) if _default(f) is not msgspec.NODEFAULT else (f.name, decoded)
-            for f, (_, decoded) in zip(fields, kinds))])
         schema = pa.schema([("position", pa.int64()), ("occurredAt", TIMESTAMP), ("streamId", pa.string()),
                             *((column_name(f.encode_name), arrow) for f, (arrow, _) in zip(fields, kinds))])
         raw = tuple(3 + i for i, (_, decoded) in enumerate(kinds) if decoded is msgspec.Raw)
-        return cls(schema, msgspec.json.Decoder(row), raw)
+        return cls(schema, tuple(f.name for f in fields), raw)
+
+
+def _twin_fields(shape: type[Shape]) -> list[tuple]:
+    """The event's time as recorded, then the shape's fields, each decoded as its column takes it."""
+    fields = msgspec.structs.fields(shape)
+    return [("at", str), *((f.name, _column_kind(f.type)[1], _default(f)) if _default(f) is not msgspec.NODEFAULT
+                           else (f.name, _column_kind(f.type)[1]) for f in fields)]
 
 
 LINE_COLUMNS = ("position", "occurredAt", "streamId")
@@ -93,38 +100,44 @@ def _default(f: msgspec.structs.FieldInfo):
 
 
 COLUMNS = {name: Columns.of(shape) for name, shape in SHAPE_BY_NAME.items()}
+ROWS = PageDecoder(_twin_fields)  # decodes pages for the Parquet files
 
 
 @dataclass
 class ParquetType:
-    """One type's file, opened at its first row, and the rows waiting for the next row group."""
+    """One type's file, opened at its first row, and its rows waiting for the next row group: as Arrow
+    columns, a page's rows at a time (compact, and holding nothing of the page they were decoded from)."""
 
     path: Path
     columns: Columns
-    rows: list[tuple] = field(default_factory=list)
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    pending: int = 0
     count: int = 0
     writer: pq.ParquetWriter | None = None
 
-    def add(self, position: int, stream_id: str, stored: bytes) -> None:
-        at, *values = msgspec.structs.astuple(self.columns.decoder.decode(readable(stored)))
-        self.rows.append((position, at, stream_id, *values))
-        if len(self.rows) >= ROW_GROUP:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.rows:
-            return
-        columns = [list(column) for column in zip(*self.rows)]
+    def add(self, rows: list[Stored]) -> None:
+        """A page's rows of this type."""
+        events = [row.event for row in rows]
+        columns = [[row.position for row in rows], [event.at for event in events], [row.stream_id for row in rows],
+                   *(list(map(attrgetter(name), events)) for name in self.columns.names)]
         for index in self.columns.raw:
             columns[index] = [None if raw is None or bytes(raw) == b"null" else bytes(raw).decode()
                               for raw in columns[index]]
         arrays = [pa.array(values, type=pa.string() if kind == TIMESTAMP else kind).cast(kind)
                   for values, kind in zip(columns, self.columns.schema.types)]
+        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.columns.schema))
+        self.pending += len(rows)
+        if self.pending >= ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batches:
+            return
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, self.columns.schema, compression="zstd")
-        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.columns.schema))
-        self.count += len(self.rows)
-        self.rows = []
+        self.writer.write_table(pa.Table.from_batches(self.batches), row_group_size=self.pending)
+        self.count += self.pending
+        self.batches, self.pending = [], 0
 
     def close(self) -> None:
         self.flush()
@@ -166,15 +179,18 @@ def _parquet(conn, flt: HistoryFilter, out: Path, until: int,
                for topic in sorted(COLUMNS if flt.types is None else set(flt.types) & COLUMNS.keys())}
     omitted: Counter = Counter()
     try:
-        for rows in pages(conn, flt, flt.after, until):
-            for position, stream_id, topic, stored in rows:
+        for rows in batches(conn, flt, flt.after, until, ROWS):
+            of_type: defaultdict[str, list[Stored]] = defaultdict(list)
+            for row in rows:
+                of_type[ROWS.name_of(row.event)].append(row)
+            for topic, found in of_type.items():
                 kind = by_type.get(topic)
                 if kind is None:
-                    omitted[topic] += 1
-                    continue
-                kind.add(position, stream_id, stored)
+                    omitted[topic] += len(found)
+                else:
+                    kind.add(found)
             if progress:
-                progress(rows[-1][0] - flt.after, until - flt.after)
+                progress(rows[-1].position - flt.after, until - flt.after)
     finally:
         for kind in by_type.values():
             kind.close()
@@ -185,8 +201,8 @@ def _jsonl(conn, flt: HistoryFilter, out: Path, until: int,
            progress: Progress | None) -> tuple[dict[str, int], dict[str, int]]:
     reading = Reading(last=flt.after)
     with open(out / "events.jsonl", "wb") as file:
-        for rows in pages(conn, flt, flt.after, until):
+        for rows in batches(conn, flt, flt.after, until, LINES):
             file.write(ndjson(reading.lines(rows)))
             if progress:
-                progress(rows[-1][0] - flt.after, until - flt.after)
+                progress(rows[-1].position - flt.after, until - flt.after)
     return {"events.jsonl": reading.emitted}, dict(reading.omitted)

@@ -18,7 +18,7 @@ from litestar.response import Stream
 
 from commands.errors import Invalid
 from events.export import FORMATS, Format, export
-from events.history import HEAD, HistoryFilter, Reading, ndjson, pages_async
+from events.history import HEAD, LINES, HistoryFilter, Reading, batches_async, ndjson
 from events.live import Held
 from readapi.auth import Auth, Authenticated
 from projections.views.collections import parse_bool, parse_int
@@ -71,7 +71,7 @@ async def _history_lines(request: Request, flt: HistoryFilter, limit: int, follo
             head = (await (await conn.execute(HEAD)).fetchone())[0]
         if flt.until is not None:
             head = min(head, flt.until)
-        async for rows in pages_async(svc.pool, flt, after, head):
+        async for rows in batches_async(svc.pool, flt, after, head, LINES):
             if held.revoked:
                 return
             lines = reading.lines(rows)

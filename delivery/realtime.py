@@ -232,8 +232,9 @@ class Hub:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             for index in (self.operators, self.visitors):
                 for members in list(index.values()):
-                    for channel in list(members):
-                        channel.queue.put_nowait((0, KEEPALIVE))
+                    for channel in members:
+                        if channel.idle():  # one with frames waiting needs no keep-alive
+                            channel.put(0, KEEPALIVE)
 
     # --- the credentials open streams hold
 
@@ -291,7 +292,7 @@ class Hub:
         """Registers the channel; live events past `after` (or from now) are buffered for it at once."""
         channel.last_sent = self.position if after is None else after
         if self.closed:
-            channel.queue.put_nowait(None)
+            channel.end()
             return
         if channel.held is not None:
             self.hold(channel.held, channel)
@@ -316,7 +317,7 @@ class Hub:
             self.visitor_orgs[channel.org_id] -= 1
             if not self.visitor_orgs[channel.org_id]:
                 del self.visitor_orgs[channel.org_id]
-        channel.queue.put_nowait(None)  # ends the reader
+        channel.end()  # ends the reader
 
     def close_all(self) -> None:
         self.closed = True
@@ -330,15 +331,14 @@ class Hub:
         """What to write to the channel: the replay from the store past `after`, then live frames."""
         if after is not None:
             async for position, data in self._replay(channel, after):
+                if channel.ended:  # the client left during the replay
+                    return
                 channel.last_sent = position
                 yield data
         while True:
             # whatever queued up meanwhile goes out as one write
-            items = [await channel.queue.get()]
-            while not channel.queue.empty():
-                items.append(channel.queue.get_nowait())
             out = []
-            for item in items:
+            for item in await channel.taken():
                 if item is None:
                     if out:
                         yield b"".join(out)

@@ -40,6 +40,10 @@ def raise_fd_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+class Unavailable(Exception):
+    """503: the stream may be opened a moment later."""
+
+
 class SseReader(asyncio.Protocol):
     """One open stream: the response head, then frames scanned for the bench message they carry."""
 
@@ -65,6 +69,8 @@ class SseReader(asyncio.Protocol):
             if not self.opened.done():
                 if data.startswith(b"HTTP/1.1 200"):
                     self.opened.set_result(None)
+                elif data.startswith(b"HTTP/1.1 503"):
+                    self.opened.set_exception(Unavailable())
                 else:
                     self.opened.set_exception(RuntimeError(data[:200].decode(errors="replace")))
             data = data[end + 4:]
@@ -90,8 +96,14 @@ async def open_sse(spec: dict, arrivals: dict[int, list[float]]) -> tuple[list, 
         request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: {authorization}\r\n"
                    f"Accept: text/event-stream\r\n\r\n").encode()
         async with gate:
-            transport, reader = await loop.create_connection(lambda: SseReader(request, arrivals), host, port)
-            await reader.opened
+            while True:
+                transport, reader = await loop.create_connection(lambda: SseReader(request, arrivals), host, port)
+                try:
+                    await reader.opened
+                    break
+                except Unavailable:  # the read models are behind the visitor's session: asked again
+                    transport.close()
+                    await asyncio.sleep(0.5)
         transports.append(transport)
 
     await asyncio.gather(*(one(path, authorization) for path, authorization in spec["streams"]))

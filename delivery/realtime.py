@@ -54,6 +54,7 @@ log = logging.getLogger("parley.realtime")
 
 MESSAGE_UPDATED = "MESSAGE_UPDATED_EVENT"
 HEARTBEAT_SECONDS = 15.0
+KEEPALIVE_SLICES = 15  # the channels are kept alive a slice at a time, one slice every second
 RECHECK_SECONDS = 2.0  # how long an open stream may outlive its credential's revocation, at most
 REPLAY_BATCH = 500
 CACHED_CONVERSATIONS = 100_000
@@ -227,14 +228,18 @@ class Hub:
         await self.live.publish(live)
 
     async def _keepalive(self) -> None:
-        """A comment on every channel now and then, so proxies keep idle streams open."""
+        """A comment on every idle channel every `HEARTBEAT_SECONDS`, so proxies keep idle streams open: to
+        one slice of the channels at a time, so that thousands of streams are not all written in one turn
+        of the loop (which would hold up the frames behind them)."""
+        turn = 0
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(HEARTBEAT_SECONDS / KEEPALIVE_SLICES)
+            turn = (turn + 1) % KEEPALIVE_SLICES
             for index in (self.operators, self.visitors):
-                for members in list(index.values()):
+                for members in index.values():
                     for channel in members:
-                        if channel.idle():  # one with frames waiting needs no keep-alive
-                            channel.put(0, KEEPALIVE)
+                        if hash(channel) % KEEPALIVE_SLICES == turn and channel.idle():
+                            channel.put(0, KEEPALIVE)  # one with frames waiting needs none
 
     # --- the credentials open streams hold
 

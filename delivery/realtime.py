@@ -54,6 +54,7 @@ log = logging.getLogger("parley.realtime")
 
 MESSAGE_UPDATED = "MESSAGE_UPDATED_EVENT"
 HEARTBEAT_SECONDS = 15.0
+KEEPALIVE_SLICES = 15  # the channels are kept alive a slice at a time, one slice every second
 RECHECK_SECONDS = 2.0  # how long an open stream may outlive its credential's revocation, at most
 REPLAY_BATCH = 500
 CACHED_CONVERSATIONS = 100_000
@@ -227,13 +228,18 @@ class Hub:
         await self.live.publish(live)
 
     async def _keepalive(self) -> None:
-        """A comment on every channel now and then, so proxies keep idle streams open."""
+        """A comment on every idle channel every `HEARTBEAT_SECONDS`, so proxies keep idle streams open: to
+        one slice of the channels at a time, so that thousands of streams are not all written in one turn
+        of the loop (which would hold up the frames behind them)."""
+        turn = 0
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(HEARTBEAT_SECONDS / KEEPALIVE_SLICES)
+            turn = (turn + 1) % KEEPALIVE_SLICES
             for index in (self.operators, self.visitors):
-                for members in list(index.values()):
-                    for channel in list(members):
-                        channel.queue.put_nowait((0, KEEPALIVE))
+                for members in index.values():
+                    for channel in members:
+                        if hash(channel) % KEEPALIVE_SLICES == turn and channel.idle():
+                            channel.put(0, KEEPALIVE)  # one with frames waiting needs none
 
     # --- the credentials open streams hold
 
@@ -291,7 +297,7 @@ class Hub:
         """Registers the channel; live events past `after` (or from now) are buffered for it at once."""
         channel.last_sent = self.position if after is None else after
         if self.closed:
-            channel.queue.put_nowait(None)
+            channel.end()
             return
         if channel.held is not None:
             self.hold(channel.held, channel)
@@ -316,7 +322,7 @@ class Hub:
             self.visitor_orgs[channel.org_id] -= 1
             if not self.visitor_orgs[channel.org_id]:
                 del self.visitor_orgs[channel.org_id]
-        channel.queue.put_nowait(None)  # ends the reader
+        channel.end()  # ends the reader
 
     def close_all(self) -> None:
         self.closed = True
@@ -330,15 +336,14 @@ class Hub:
         """What to write to the channel: the replay from the store past `after`, then live frames."""
         if after is not None:
             async for position, data in self._replay(channel, after):
+                if channel.ended:  # the client left during the replay
+                    return
                 channel.last_sent = position
                 yield data
         while True:
             # whatever queued up meanwhile goes out as one write
-            items = [await channel.queue.get()]
-            while not channel.queue.empty():
-                items.append(channel.queue.get_nowait())
             out = []
-            for item in items:
+            for item in await channel.taken():
                 if item is None:
                     if out:
                         yield b"".join(out)

@@ -116,10 +116,11 @@ class Held:
             self.ended.set_result(None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Channel:
     """One open stream: who it is for, the credential it holds (it ends with it), and the frames waiting
-    to be written to it."""
+    to be written to it: `(position, frame)` pairs (position 0: not in the log), then None once it ended.
+    No queue or task of its own: the stream writing it waits on `taken`, woken by what is put."""
 
     audience: Literal["operator", "visitor"]
     org_id: uuid.UUID
@@ -127,10 +128,39 @@ class Channel:
     operator_id: uuid.UUID | None = None  # an operator's own stream: their notifications reach it
     held: Held | None = None
     last_sent: int = 0
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    pending: list[tuple[int, bytes] | None] = field(default_factory=list)
+    waiter: asyncio.Future | None = None  # while the stream waits for something to write
 
     def put(self, position: int, data: bytes) -> bool:
-        if self.queue.qsize() >= CHANNEL_BACKLOG:
+        """False when the reader fell `CHANNEL_BACKLOG` frames behind: the channel is to be closed."""
+        if len(self.pending) >= CHANNEL_BACKLOG:
             return False
-        self.queue.put_nowait((position, data))
+        self.pending.append((position, data))
+        self._wake()
         return True
+
+    def idle(self) -> bool:
+        return not self.pending
+
+    @property
+    def ended(self) -> bool:
+        return bool(self.pending) and self.pending[-1] is None
+
+    def end(self) -> None:
+        self.pending.append(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def taken(self) -> list[tuple[int, bytes] | None]:
+        """Everything put since the last call, once there is something."""
+        while not self.pending:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        items, self.pending = self.pending, []
+        return items

@@ -8,6 +8,7 @@ the visitor's (`POST /api/chat/typing`), a live frame for the organization's das
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Annotated, AsyncIterator, Awaitable, Callable
 
@@ -16,6 +17,9 @@ import msgspec
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Stream
+from litestar.response.base import ASGIResponse
+from litestar.response.streaming import ASGIStreamingResponse
+from litestar.types import Receive, Scope, Send
 
 from commands.errors import Invalid, NotFound
 from events.live import Channel, LiveFrame
@@ -66,6 +70,47 @@ def last_event_id(request: Request) -> int | None:
     return int(raw)
 
 
+class EventStream(Stream):
+    """Litestar's `Stream`, less what it holds per open stream to learn that the client left (an anyio task
+    group, its cancel scope and a task): one plain task waits for the disconnect and calls `gone`, which
+    ends the body's iterator."""
+
+    __slots__ = ("gone",)
+
+    def __init__(self, content: AsyncIterator[bytes], gone: Callable[[], None]):
+        super().__init__(content, media_type="text/event-stream", headers=SSE_HEADERS)
+        self.gone = gone
+
+    def to_asgi_response(self, *args, **kwargs) -> ASGIResponse:  # type: ignore[override]
+        return _UntilGone(super().to_asgi_response(*args, **kwargs), self.gone)  # type: ignore[return-value]
+
+
+class _UntilGone:
+    __slots__ = ("response", "gone")
+
+    def __init__(self, response: ASGIStreamingResponse, gone: Callable[[], None]):
+        self.response = response
+        self.gone = gone
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = self.response
+        await response.start_response(send=send)
+        listener = asyncio.ensure_future(_disconnected(receive))
+        listener.add_done_callback(lambda done: done.cancelled() or self.gone())
+        try:
+            async for chunk in response.iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            listener.cancel()
+        await response.after_response()
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 def event_stream(request: Request, channel: Channel, on_open: Callable[[], Awaitable[None]] | None = None,
                  on_close: Callable[[], None] = lambda: None) -> Stream:
     """The SSE response. The channel opens when the body starts, so a client gone before then leaves
@@ -85,7 +130,7 @@ def event_stream(request: Request, channel: Channel, on_open: Callable[[], Await
             hub.close(channel)
             on_close()
 
-    return Stream(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return EventStream(body(), gone=lambda: hub.close(channel))
 
 
 @describe("The organization's changes as they happen", OPERATOR, answer=FRAMES + "Events: `conversation.created` "

@@ -17,7 +17,8 @@ from commands.errors import Forbidden, TwoFactorEnrolmentRequired, Unauthorized
 from commands.principal import Principal, Role
 from events import origin
 from events.store import CredentialsChanged
-from projections.views.credentials import principal_of
+from projections.views.credentials import Found, principal_of
+from projections.views.identities import OperatorIdentity
 from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
@@ -106,13 +107,14 @@ def credential(request: Request) -> tuple[str, str] | None:
     return kind, value
 
 
-async def _lookup(request: Request, kind: str, secret_hash: str) -> tuple[Principal, int] | None:
+async def _lookup(request: Request, kind: str, secret_hash: str) -> Found | None:
     async with services(request).pool.connection() as conn:
         return await principal_of(conn, kind, secret_hash)
 
 
 IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once identified
 LOOKED_UP = "parley.looked_up"  # scope key: whether it was looked up for this request (else it was kept)
+AUTHOR = "parley.author"  # scope key: how the principal's messages name their author (`Found.author`)
 
 
 async def identify(request: Request, *, kept: bool = False, again: bool = False) -> Principal | None:
@@ -124,24 +126,31 @@ async def identify(request: Request, *, kept: bool = False, again: bool = False)
     if IDENTIFIED in scope and not again and (kept or scope[LOOKED_UP]):  # type: ignore[literal-required]
         return scope[IDENTIFIED]  # type: ignore[literal-required]
     try:
-        found = credential(request)
+        presented = credential(request)
     except Unauthorized:
-        found = None
-    key = found and (found[0], hash_secret(found[1]))
+        presented = None
+    key = presented and (presented[0], hash_secret(presented[1]))
     known = services(request).credentials
-    principal = known.get(key) if key and kept and not again else None
-    looked_up, position = principal is None, 0
+    found = known.get(key) if key and kept and not again else None
+    looked_up = found is None
     if looked_up and key:
-        principal, position = await _lookup(request, *key) or (None, 0)
-        if principal is None:
+        found = await _lookup(request, *key)
+        if found is None:
             known.forget(key)
         else:
-            known.keep(key, principal)
+            known.keep(key, found)
     if looked_up:
-        scope[ORG_POSITION] = position  # type: ignore[literal-required]
+        scope[ORG_POSITION] = found.position if found else 0  # type: ignore[literal-required]
     scope[LOOKED_UP] = looked_up  # type: ignore[literal-required]
-    scope[IDENTIFIED] = principal  # type: ignore[literal-required]
-    return principal
+    scope[IDENTIFIED] = found and found.principal  # type: ignore[literal-required]
+    scope[AUTHOR] = found and found.author  # type: ignore[literal-required]
+    return scope[IDENTIFIED]  # type: ignore[literal-required]
+
+
+def author(request: Request) -> OperatorIdentity | None:
+    """How a message written by the request's principal names its author: an operator's identity as the
+    principal's lookup found it (kept with it, and current as long as its generation is), None for others."""
+    return request.scope.get(AUTHOR)  # type: ignore[return-value]
 
 
 async def authenticate(request: Request, auth: Auth, *, kept: bool = False, again: bool = False) -> Principal:

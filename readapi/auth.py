@@ -60,6 +60,12 @@ class Auth:
     # the enrolment and sign-out; every other route answers 403 two-factor-enrolment-required
     enrolling: bool = False
 
+    @property
+    def guarded(self) -> bool:
+        """Whether the route's guard authenticates before its handler runs: a route that accepts credentials,
+        but a hot write (`kept`), which authenticates in `with_principal`."""
+        return bool(self.accept) and not self.kept
+
     def challenge(self) -> str:
         """`WWW-Authenticate` of a 401: the schemes this route accepts. A public route refuses only what its
         body presents (the sign-in's password, a visitor's identity signature); its 401 names the token
@@ -178,11 +184,10 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
 
 
 async def authenticated_as_described(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
-    """The app-wide guard: every route authenticates exactly as its description's Auth says, before its
-    parameters or body are read (a hot write, `kept`, authenticates in `with_principal` instead)."""
-    auth = described_auth(route_handler)
-    if auth.accept and not auth.kept:
-        await authenticate(connection, auth)  # type: ignore[arg-type]
+    """The guard of every route whose Auth is `guarded` (`describe` sets it): the route authenticates
+    exactly as its description's Auth says, before its parameters or body are read. A route without it pays
+    nothing for it: Litestar copies the route handler for each guard of each request."""
+    await authenticate(connection, described_auth(route_handler))  # type: ignore[arg-type]
 
 
 def described_principal(request: Request) -> Principal:

@@ -234,8 +234,9 @@ async def _token_issued(conn, e: ev.OperatorTokenIssued) -> None:
 
 
 async def _credentials_changed(conn) -> None:
-    """In the transaction that revokes a credential: processes that keep credentials they looked up
-    must look them up again, and appends checked before now are refused."""
+    """In the transaction that revokes a credential, or changes what a lookup finds with it (a role, how
+    an operator's messages name them): processes that keep credentials they looked up must look them up
+    again, and appends checked before now are refused."""
     await conn.execute(f"UPDATE {CREDENTIAL_GENERATION} SET generation = generation + 1")
 
 
@@ -278,6 +279,7 @@ async def _role_changed(conn, e: ev.OperatorRoleChanged) -> None:
 
 async def _profile_changed(conn, e: ev.OperatorProfileChanged) -> None:
     await conn.execute("UPDATE rm_operators SET display_name = %s WHERE id = %s", (e.display_name, e.operator_id))
+    await _credentials_changed(conn)  # a principal kept by a process carries the former name (`Found.author`)
 
 
 async def _availability_changed(conn, e: ev.OperatorAvailabilityChanged) -> None:
@@ -297,6 +299,7 @@ async def _avatar_changed(conn, e: ev.OperatorAvatarSet | ev.OperatorAvatarRemov
         "DELETE FROM rm_operator_avatars a USING former WHERE a.digest = former.digest "
         "AND a.digest IS DISTINCT FROM %s AND NOT EXISTS (SELECT FROM rm_operators o WHERE o.avatar_digest = "
         "former.digest AND o.id <> %s)", (e.operator_id, digest, e.operator_id, digest, e.operator_id))
+    await _credentials_changed(conn)  # a principal kept by a process carries the former avatar
 
 
 async def _sessions_revoked(conn, e: ev.OperatorSessionsRevoked) -> None:

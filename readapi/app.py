@@ -7,7 +7,7 @@ from typing import Sequence
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
-from readapi.auth import DEPENDENCIES, authenticated_as_described
+from readapi.auth import DEPENDENCIES
 from readapi.deprecation import check_notice
 from readapi.middleware import ContractMiddleware
 from readapi.mounted import MountedApp
@@ -34,8 +34,8 @@ def create_app(services: Services, mounted: MountedApp | None = None,
     app = Litestar(
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
-        # each route's description (readapi/openapi.py) says who may call it and what body it takes
-        guards=[authenticated_as_described],
+        # each route's description (readapi/openapi.py) says who may call it, and gives it the guard that checks
+        # it, and what body it takes
         dependencies=DEPENDENCIES,
         openapi_config=None,  # readapi/openapi.py writes the document, readapi/routes/docs.py serves it
         request_max_body_size=services.settings.max_body_bytes,

@@ -17,7 +17,8 @@ from commands.errors import Forbidden, TwoFactorEnrolmentRequired, Unauthorized
 from commands.principal import Principal, Role
 from events import origin
 from events.store import CredentialsChanged
-from projections.views.credentials import principal_of
+from projections.views.credentials import Found, principal_of
+from projections.views.identities import OperatorIdentity
 from readapi.clientaddress import CLIENT_ADDRESS
 from readapi.cors import check_origin
 from readapi.services import ORG_POSITION, decode_body, run_command, services
@@ -58,6 +59,12 @@ class Auth:
     # open to an operator who must enrol in two-factor sign-in first (Principal.must_enrol): their profile,
     # the enrolment and sign-out; every other route answers 403 two-factor-enrolment-required
     enrolling: bool = False
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the route's guard authenticates before its handler runs: a route that accepts credentials,
+        but a hot write (`kept`), which authenticates in `with_principal`."""
+        return bool(self.accept) and not self.kept
 
     def challenge(self) -> str:
         """`WWW-Authenticate` of a 401: the schemes this route accepts. A public route refuses only what its
@@ -106,13 +113,14 @@ def credential(request: Request) -> tuple[str, str] | None:
     return kind, value
 
 
-async def _lookup(request: Request, kind: str, secret_hash: str) -> tuple[Principal, int] | None:
+async def _lookup(request: Request, kind: str, secret_hash: str) -> Found | None:
     async with services(request).pool.connection() as conn:
         return await principal_of(conn, kind, secret_hash)
 
 
 IDENTIFIED = "parley.principal"  # scope key: the request's principal (or None), once identified
 LOOKED_UP = "parley.looked_up"  # scope key: whether it was looked up for this request (else it was kept)
+AUTHOR = "parley.author"  # scope key: how the principal's messages name their author (`Found.author`)
 
 
 async def identify(request: Request, *, kept: bool = False, again: bool = False) -> Principal | None:
@@ -124,24 +132,31 @@ async def identify(request: Request, *, kept: bool = False, again: bool = False)
     if IDENTIFIED in scope and not again and (kept or scope[LOOKED_UP]):  # type: ignore[literal-required]
         return scope[IDENTIFIED]  # type: ignore[literal-required]
     try:
-        found = credential(request)
+        presented = credential(request)
     except Unauthorized:
-        found = None
-    key = found and (found[0], hash_secret(found[1]))
+        presented = None
+    key = presented and (presented[0], hash_secret(presented[1]))
     known = services(request).credentials
-    principal = known.get(key) if key and kept and not again else None
-    looked_up, position = principal is None, 0
+    found = known.get(key) if key and kept and not again else None
+    looked_up = found is None
     if looked_up and key:
-        principal, position = await _lookup(request, *key) or (None, 0)
-        if principal is None:
+        found = await _lookup(request, *key)
+        if found is None:
             known.forget(key)
         else:
-            known.keep(key, principal)
+            known.keep(key, found)
     if looked_up:
-        scope[ORG_POSITION] = position  # type: ignore[literal-required]
+        scope[ORG_POSITION] = found.position if found else 0  # type: ignore[literal-required]
     scope[LOOKED_UP] = looked_up  # type: ignore[literal-required]
-    scope[IDENTIFIED] = principal  # type: ignore[literal-required]
-    return principal
+    scope[IDENTIFIED] = found and found.principal  # type: ignore[literal-required]
+    scope[AUTHOR] = found and found.author  # type: ignore[literal-required]
+    return scope[IDENTIFIED]  # type: ignore[literal-required]
+
+
+def author(request: Request) -> OperatorIdentity | None:
+    """How a message written by the request's principal names its author: an operator's identity as the
+    principal's lookup found it (kept with it, and current as long as its generation is), None for others."""
+    return request.scope.get(AUTHOR)  # type: ignore[return-value]
 
 
 async def authenticate(request: Request, auth: Auth, *, kept: bool = False, again: bool = False) -> Principal:
@@ -169,11 +184,10 @@ async def authenticate(request: Request, auth: Auth, *, kept: bool = False, agai
 
 
 async def authenticated_as_described(connection: ASGIConnection, route_handler: BaseRouteHandler) -> None:
-    """The app-wide guard: every route authenticates exactly as its description's Auth says, before its
-    parameters or body are read (a hot write, `kept`, authenticates in `with_principal` instead)."""
-    auth = described_auth(route_handler)
-    if auth.accept and not auth.kept:
-        await authenticate(connection, auth)  # type: ignore[arg-type]
+    """The guard of every route whose Auth is `guarded` (`describe` sets it): the route authenticates
+    exactly as its description's Auth says, before its parameters or body are read. A route without it pays
+    nothing for it: Litestar copies the route handler for each guard of each request."""
+    await authenticate(connection, described_auth(route_handler))  # type: ignore[arg-type]
 
 
 def described_principal(request: Request) -> Principal:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from commands.principal import Principal
+from projections.views.credentials import Found
 
 KEPT_CREDENTIALS = 10_000
 
@@ -13,19 +13,21 @@ class KnownCredentials:
     principal's generation (`with_principal`); a newer generation seen in any lookup retires them all."""
 
     def __init__(self) -> None:
-        self.principals: dict[tuple[str, str], Principal] = {}
+        self.principals: dict[tuple[str, str], Found] = {}
         self.generation = 0
 
-    def get(self, key: tuple[str, str]) -> Principal | None:
-        principal = self.principals.get(key)
-        usable = principal is not None and principal.generation >= self.generation and not principal.expired()
-        return principal if usable else None
+    def get(self, key: tuple[str, str]) -> Found | None:
+        """What the lookup found (its position is that moment's, not to be waited for again)."""
+        found = self.principals.get(key)
+        usable = (found is not None and found.principal.generation >= self.generation
+                  and not found.principal.expired())
+        return found if usable else None
 
-    def keep(self, key: tuple[str, str], principal: Principal) -> None:
-        self.generation = max(self.generation, principal.generation)
+    def keep(self, key: tuple[str, str], found: Found) -> None:
+        self.generation = max(self.generation, found.principal.generation)
         if len(self.principals) >= KEPT_CREDENTIALS:
             del self.principals[next(iter(self.principals))]
-        self.principals[key] = principal
+        self.principals[key] = found
 
     def forget(self, key: tuple[str, str]) -> None:
         """A credential found invalid (revoked) is not kept: its next request is looked up, and counted

@@ -75,7 +75,7 @@ import msgspec
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 
-from readapi.auth import KIND_NAMES, OPT_KEY, SECURITY_SCHEMES, Auth
+from readapi.auth import KIND_NAMES, OPT_KEY, SECURITY_SCHEMES, Auth, authenticated_as_described
 from projections.views.collections import MAX_COUNT, Collection
 from projections.views.payloads import WEBHOOK_DATA
 from readapi.deprecation import OPT_KEY as DEPRECATION_KEY
@@ -127,6 +127,8 @@ def describe(summary: str, auth: Auth, **details: Any):
 
     def declare(handler: HTTPRouteHandler) -> HTTPRouteHandler:
         handler.opt[OPT_KEY] = operation
+        if auth.guarded:
+            handler.guards = [*(handler.guards or ()), authenticated_as_described]
         return handler
     return declare
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
+from typing import NamedTuple
 
 import psycopg
 
 from commands.principal import ALL_SCOPES, Principal
 from events.store import CREDENTIAL_GENERATION
+from projections.views.identities import OperatorIdentity, identity_of_row, profile_column
 from projections.views.two_factor import must_enrol_sql
 
 # Each lookup also reads the organization's latest write position, as of this moment: what the
@@ -33,7 +35,18 @@ STANDING = {
 }
 
 
-async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: str) -> tuple[Principal, int] | None:
+class Found(NamedTuple):
+    """What a credential's lookup finds: its principal; its organization's latest write position; for an
+    operator, how their messages name them (`author`), as of the principal's generation, which an
+    operator's new display name or avatar moves on (as a revocation does): a message posted for a kept
+    principal is answered with its `author`, no query of its own."""
+
+    principal: Principal
+    position: int
+    author: OperatorIdentity | None = None
+
+
+async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: str) -> Found | None:
     """The principal whose `kind` of credential ("apikey", "operator" or "chat") has this secret hash, with
     its organization's latest write position; None when none does or it was revoked."""
     standing_ones = STANDING[kind][0]
@@ -41,25 +54,25 @@ async def principal_of(conn: psycopg.AsyncConnection, kind: str, secret_hash: st
         row = await (await conn.execute(
             f"SELECT id, org_id, scopes, website_id, rate_per_minute, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
             f"FROM {standing_ones} AND c.secret_hash = %s", (secret_hash,))).fetchone()
-        return row and (Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
-                                  rate_per_minute=row[4], generation=row[6]), row[5] or 0)
+        return row and Found(Principal("apikey", row[1], row[0], frozenset(row[2]), website_id=row[3],
+                                       rate_per_minute=row[4], generation=row[6]), row[5] or 0)
     if kind == "operator":
         row = await (await conn.execute(
             f"SELECT c.token_id, c.org_id, c.operator_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN}, m.role, "
-            f"c.expires_at, {STALE_USE}, {must_enrol_sql('c.operator_id', 'c.org_id')} "
-            f"FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
+            f"c.expires_at, {STALE_USE}, {must_enrol_sql('c.operator_id', 'c.org_id')}, "
+            f"{profile_column('c.operator_id')} FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
         if row and row[7]:
             await conn.execute("INSERT INTO parley_token_uses (token_id, last_used_at) VALUES (%s, now()) "
                                "ON CONFLICT (token_id) DO UPDATE SET last_used_at = now()", (row[0],))
-        return row and (Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
-                                  generation=row[4], role=row[5], expires_at=row[6], must_enrol=row[8]),
-                        row[3] or 0)
+        return row and Found(Principal("operator", row[1], row[0], ALL_SCOPES, operator_id=row[2],
+                                       generation=row[4], role=row[5], expires_at=row[6], must_enrol=row[8]),
+                             row[3] or 0, identity_of_row(row[2], row[9]))
     row = await (await conn.execute(
         f"SELECT session_id, org_id, website_id, customer_id, {ORG_POSITION_COLUMN}, {GENERATION_COLUMN} "
         f"FROM {standing_ones} AND c.token_hash = %s", (secret_hash,))).fetchone()
     # a visitor holds no scopes: only the routes that accept "chat" credentials let them in
-    return row and (Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3],
-                              generation=row[5]), row[4] or 0)
+    return row and Found(Principal("chat", row[1], row[0], frozenset(), website_id=row[2], customer_id=row[3],
+                                   generation=row[5]), row[4] or 0)
 
 
 async def credential_generation(conn: psycopg.AsyncConnection) -> int:

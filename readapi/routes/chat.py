@@ -61,9 +61,9 @@ async def start_session(request: Request, payload: Decoded[chat.SessionStart]) -
     if payload.session_token is not None:
         async with services(request).pool.connection() as conn:
             found = await principal_of(conn, "chat", hash_secret(payload.session_token))
-        if found is None or found[0].website_id != website_id:
+        if found is None or found.principal.website_id != website_id:
             raise Unauthorized("sessionToken is not a session of this website", "sessionToken")
-        anonymous = found[0].customer_id
+        anonymous = found.principal.customer_id
     session = await run_command(request, chat.start_session, services(request).sealer, payload, anonymous)
     created = Created(session.customer_id, session.position)
     await written(request, created, ("core", "chat"))

@@ -10,12 +10,10 @@ from litestar.params import FromPath
 from commands import conversations, customers, messages
 from commands.admin import Created
 from commands.principal import Principal
-from events import types as ev
 from events.ids import parse_id
-from readapi.auth import Auth, Authenticated, Decoded, with_principal
+from readapi.auth import Auth, Authenticated, Decoded, author, with_principal
 from projections.views.collections import (CONVERSATION_RECORD, CONVERSATIONS, CUSTOMERS, MESSAGES, WEBSITES, Collection,
                                  Conversation, ConversationRecord, Customer, Message, Website, new_message, read_one)
-from projections.views.identities import OperatorIdentity, identities
 from projections.views.inbox import INBOX_QUERY, InboxPage, read_conversations
 from projections.views.workflow import conversation_version
 from readapi.openapi import ID, ListOf, collection_query, describe
@@ -146,14 +144,6 @@ async def list_messages(request: Request, principal: Authenticated) -> Response:
     return await listing_response(request, principal, MESSAGES_LISTING)
 
 
-async def author_identity(request: Request, message: ev.MessageCreated) -> OperatorIdentity | None:
-    """Who of the team wrote the message, as the read model names them (an API key's message: nobody)."""
-    if message.operator_id is None:
-        return None
-    async with services(request).pool.connection() as conn:
-        return (await identities(conn, [message.operator_id])).get(message.operator_id)
-
-
 @describe("Post a message", Auth(scope="messages:write", kept=True), body=messages.MessageCreate, answer=Message,
           links={"getMessage": {"messageId": ID}, "markMessageRead": {"messageId": ID},
                  "rateMessageAsOperator": {"messageId": ID}, "reactToMessageAsOperator": {"messageId": ID}},
@@ -165,8 +155,9 @@ async def create_message(request: Request) -> Response:
     created = await with_principal(request, partial(
         messages.create_message, attachments_max_bytes=services(request).attachments.attachment_message_max_bytes))
     # Answered from the event, not the read model: the hot write path does not wait for the projection;
-    # the next read by anyone in the organization still waits for this position.
-    return json_response(new_message(created.event, await author_identity(request, created.event)), created)
+    # the next read by anyone in the organization still waits for this position. Its author is named as the
+    # credential's lookup found them: the append was refused had their name or avatar changed since.
+    return json_response(new_message(created.event, author(request)), created)
 
 
 @describe("Read a message", Auth(scope="messages:read"), answer=Message, operation_id="getMessage")

@@ -92,13 +92,15 @@ def test_an_avatar_is_reencoded_without_its_metadata_and_served_as_an_image_only
     assert http.get(avatar_url, headers={"If-None-Match": served.headers["etag"]}).status_code == 304
 
     visitor, conversation_id = visitor_with_conversation(http, tenant)
-    reply(http, ada.headers, conversation_id, "with a face")
+    # the post's own answer too, though this process kept Ada's credential from before the upload
+    assert reply(http, ada.headers, conversation_id, "with a face")["operator"]["avatarUrl"] == avatar_url
     [shown] = http.get("/api/chat/messages", headers=visitor.headers,
                        params={"conversationId": conversation_id}).json()
     assert shown["operator"]["avatarUrl"] == avatar_url
 
     removed = http.delete("/api/operators/me/avatar", headers=ada.headers)
     assert removed.status_code == 200 and removed.json()["avatarUrl"] != avatar_url
+    assert reply(http, ada.headers, conversation_id, "faceless")["operator"]["avatarUrl"] == removed.json()["avatarUrl"]
     initials = http.get(removed.json()["avatarUrl"])
     assert initials.headers["content-type"].startswith("image/svg+xml")
     assert initials.headers["x-content-type-options"] == "nosniff"

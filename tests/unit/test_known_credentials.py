@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from commands.principal import Principal
+from projections.views.credentials import Found
 from readapi.credentials import KnownCredentials
 
 
@@ -19,7 +20,7 @@ def test_a_kept_principal_is_not_used_past_its_credentials_end():
     known, now = KnownCredentials(), datetime.now(timezone.utc)
     lasting, ending, ended = _operator(None), _operator(now + timedelta(days=30)), _operator(now - timedelta(seconds=1))
     for name, principal in (("lasting", lasting), ("ending", ending), ("ended", ended)):
-        known.keep(("operator", name), principal)
-    assert known.get(("operator", "lasting")) is lasting
-    assert known.get(("operator", "ending")) is ending
+        known.keep(("operator", name), Found(principal, 0))
+    assert known.get(("operator", "lasting")).principal is lasting
+    assert known.get(("operator", "ending")).principal is ending
     assert known.get(("operator", "ended")) is None

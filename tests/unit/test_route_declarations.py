@@ -1,5 +1,5 @@
 """Each route states who may call it and what body it takes once, in its description (readapi/openapi.py);
-the app-wide guard authenticates from it and handlers receive `principal` and `payload`. These checks need
+the guard it gives the route authenticates from it and handlers receive `principal` and `payload`. These checks need
 no database: a request without a credential is refused before anything is read."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
+from readapi.auth import authenticated_as_described
 from readapi.openapi import TAGS, RawBody, build_document, operation_of, route_handlers
 from tests.support.apps import bare_app
 
@@ -62,6 +63,13 @@ def test_a_body_is_declared_as_its_description_states_it(app):
         elif operation.body is not None and not isinstance(operation.body, RawBody):
             # a hot write decodes its described body itself (readapi/auth.py's with_principal)
             assert operation.auth.kept, f"{method} {path}: describes a body but declares no `payload`"
+
+
+def test_every_route_that_takes_credentials_is_guarded_but_the_hot_writes(app):
+    for path, method, handler, operation in documented(app):
+        guarded = authenticated_as_described in (handler.guards or ())
+        assert guarded == (bool(operation.auth.accept) and not operation.auth.kept), (method, path)
+        assert guarded or not any(layer.guards for layer in handler.ownership_layers), (method, path)
 
 
 def test_a_principal_is_declared_only_where_a_credential_is_required(app):

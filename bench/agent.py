@@ -32,7 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.figures import percentile  # noqa: E402
+from bench.figures import Goal, finish, percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
 from events.sealing import Sealer  # noqa: E402
@@ -123,7 +123,7 @@ async def direct(agent_url: str, conversations: int) -> list[float]:
     return delays
 
 
-async def run(args, base_url: str, agent_url: str, store: EventStore) -> None:
+async def run(args, base_url: str, agent_url: str, store: EventStore) -> list[Goal]:
     org = admin.create_org(store, "bench")
     website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
     _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
@@ -163,8 +163,9 @@ async def run(args, base_url: str, agent_url: str, store: EventStore) -> None:
           f"overhead over the floor: p50 {p50 - f50:.2f} ms, p99 {p99 - f99:.2f} ms")
     print(f"last delta -> stored message on the visitor's stream: p50 {percentile(stored, 50):.2f} ms, "
           f"p99 {percentile(stored, 99):.2f} ms")
-    print(f"goal p99 overhead < 20 ms per delta: {'met' if p99 - f99 < 20 else 'NOT met'}; "
-          f"stored within 50 ms: {'met' if percentile(stored, 99) < 50 else 'NOT met'} (p99)")
+    return [Goal.at_most("per delta, p99 over the floor's p99", p99 - f99, 20),
+            Goal.at_most("last delta -> stored message, p99", percentile(stored, 99), 50),
+            Goal(f"every delta ({expected}) seen", len(delays) == expected, f"{len(delays)} seen")]
 
 
 def main() -> None:
@@ -191,7 +192,7 @@ def main() -> None:
         proc, base_url = start_serve(root / "data", env)
         store = EventStore(postgres.url, pool_size=2)
         try:
-            asyncio.run(run(args, base_url, agent_url, store))
+            goals = asyncio.run(run(args, base_url, agent_url, store))
         finally:
             store.close()
     finally:
@@ -201,6 +202,7 @@ def main() -> None:
         nats_server.stop()
         postgres.stop()
         agent.terminate()
+    finish(goals)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import Goal, finish  # noqa: E402
 from bench.serve import serve_on_fresh_database, wait_projected  # noqa: E402
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
@@ -145,7 +146,7 @@ def operator_token(database_url: str) -> str:
     return token
 
 
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--megabytes", type=int, default=10)
@@ -182,11 +183,9 @@ def main() -> int:
     print(f"  uploads:                 {upload_rate:8.1f} MB/s  ({upload_rate / copy_rate:.2f} of the floor)")
     print(f"  API process memory:      {before / CHUNK:8.1f} MB before, {highest / CHUNK:.1f} MB at the peak "
           f"(+{growth:.1f} MB)")
-    met = upload_rate / copy_rate >= GOAL_RATIO and growth <= GOAL_PEAK_GROWTH_MB
-    print(f"goal (at least {GOAL_RATIO} of the floor, peak growth at most {GOAL_PEAK_GROWTH_MB:.0f} MB): "
-          f"{'met' if met else 'MISSED'}")
-    return 0 if met else 1
+    finish([Goal.at_least("uploads x the floor", upload_rate / copy_rate, GOAL_RATIO, "x"),
+            Goal.at_most("API peak memory growth", growth, GOAL_PEAK_GROWTH_MB, "MB")])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

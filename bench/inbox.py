@@ -286,11 +286,11 @@ async def measure_queries(database_url: str, seeded: Seeded, measured: list[View
 
 
 def start_api(database_url: str, nats_url: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url, "PARLEY_ROLE": "api",
+    env = {**os.environ, "PARLEY_DATABASE_URL": database_url, "PARLEY_NATS_URL": nats_url,
            "PARLEY_LOG_LEVEL": "WARNING",
            # measured here is the inbox read, not the rate limiter
            "PARLEY_RATE_OPERATOR_PER_MINUTE": "100000000"}
-    return start_serve(data_dir, env)
+    return start_serve(data_dir, env, role="api")
 
 
 class InboxBench:

@@ -54,8 +54,17 @@ def serve_until_ready(data_dir: Path, env: dict[str, str]) -> float:
         server.wait(60)
 
 
+def postgres_gone(data_dir: Path, timeout: float = 60.0) -> None:
+    """Waits for the stopped server's PostgreSQL to finish its shutdown (its lock file gone): on a loaded
+    machine it may outlive `parley serve` by a moment, and a new one would refuse the data directory."""
+    deadline = time.monotonic() + timeout
+    while (data_dir / "postgres" / "pgdata" / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def servers_alone(data_dir: Path) -> float:
     """Seconds to start (and stop) the embedded PostgreSQL and NATS on their own."""
+    postgres_gone(data_dir)
     start = time.perf_counter()
     postgres, nats_server = EmbeddedPostgres(data_dir / "postgres"), EmbeddedNats(data_dir / "nats")
     postgres.start()

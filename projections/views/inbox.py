@@ -228,10 +228,11 @@ async def scope_of(conn: psycopg.AsyncConnection, website_id: uuid.UUID, convers
 # the tabs the website's counters answer (they do not depend on the reader nor on the time)
 COUNTED = ("all", "resolved", "spam")
 # The conversations awake now of every key of `rm_inbox_tally_keys` (projections/inbox.py), as `tallied`:
-# for the whole website, its tallies less the rows asleep now (few: the snoozed ones); for a narrower scope,
-# counted over the scope's rows. `{where}` is the scope.
+# for the whole website, its tallies (and changes not folded yet) less the rows asleep now (few: the
+# snoozed ones); for a narrower scope, counted over the scope's rows. `{where}` is the scope.
 WEBSITE_TALLIED = (
     "tallied AS (SELECT key, sum(n)::bigint AS n FROM (SELECT key, n FROM rm_inbox_tallies WHERE website_id = %s "
+    "UNION ALL SELECT key, n FROM rm_inbox_tally_changes WHERE website_id = %s "
     "UNION ALL SELECT key, -1 FROM rm_inbox, unnest(rm_inbox_tally_keys(spam, resolved, unread, assignee_id, team_id, "
     f"labels, last_customer_message_at)) AS key WHERE website_id = %s AND snoozed AND NOT {AWAKE}) AS counted "
     "GROUP BY key)")
@@ -265,7 +266,7 @@ async def count_website_tabs(conn: psycopg.AsyncConnection, website_id: uuid.UUI
            f"(SELECT count(*) FROM rm_inbox WHERE website_id = %s AND {tab_rows('mine', operator)}), {unassigned}, "
            f"(SELECT count(*) FROM rm_inbox WHERE website_id = %s AND {tab_rows('snoozed', operator)}), "
            f"{', '.join(counter(tab) for tab in COUNTED)}, (SELECT count(*) FROM {MENTIONED} WHERE website_id = %s)")
-    args = (website_id, website_id, operator, website_id, website_id, website_id, *[website_id] * len(COUNTED),
+    args = (website_id, website_id, website_id, operator, website_id, website_id, website_id, *[website_id] * len(COUNTED),
             operator, website_id)
     unread, unresolved, mine, unassigned, snoozed, every, resolved, spam, mentions = await (
         await conn.execute(sql, args)).fetchone()
@@ -293,7 +294,7 @@ async def named_counts(conn: psycopg.AsyncConnection, principal: Principal, scop
     """Every label and team of the organization with its open conversations in the scope (without the
     workflow filters), in one statement: from the tallies for the whole website, else over the scope."""
     if scope.base_whole_website:
-        tally, args = WEBSITE_TALLIED, (scope.website_id, scope.website_id)
+        tally, args = WEBSITE_TALLIED, (scope.website_id,) * 3
     else:
         tally, args = SCOPE_TALLIED.format(where=scope.base or scope.where), scope.base_args or scope.args
     label, team = tallied("'label:' || l.id"), tallied("'team:' || t.id")

@@ -239,13 +239,14 @@ class View:
                 **dict(self.params)}
 
 
-def views(seeded: Seeded) -> list[View]:
-    """Every tab in every scope, then the open conversations of a team, of the most used label and of the
-    least used one, in the whole website and in the last week."""
-    tabs = [View(tab, scope) for tab in INBOX_FILTERS for scope in CONVERSATION_FILTERS]
+def views(seeded: Seeded, scopes: tuple[str, ...] = CONVERSATION_FILTERS) -> list[View]:
+    """Every tab in every scope given, then the open conversations of a team, of the most used label and of
+    the least used one, in the whole website and in the last week (of those given)."""
+    tabs = [View(tab, scope) for tab in INBOX_FILTERS for scope in scopes]
     narrowed = [("team", ("teamId", str(seeded.teams[0]))), (f"label {seeded.labels[0]}", ("labels", seeded.labels[0])),
                 (f"label {seeded.labels[-1]}", ("labels", seeded.labels[-1]))]
-    return tabs + [View("unresolved", scope, name, (param,)) for name, param in narrowed for scope in ("all", "last-week")]
+    return tabs + [View("unresolved", scope, name, (param,)) for name, param in narrowed
+                   for scope in ("all", "last-week") if scope in scopes]
 
 
 # the floor: a page of the same table on the `all` tab's index, newest first, nothing else
@@ -346,11 +347,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200, help="requests per view")
     parser.add_argument("--online", type=int, default=50, help="visitors per website with an open stream")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--scopes", default=",".join(CONVERSATION_FILTERS),
+                        help="the conversationFilter values measured, comma-separated (all of them by default)")
     args = parser.parse_args()
+    scopes = tuple(args.scopes.split(","))
+    if unknown := set(scopes) - set(CONVERSATION_FILTERS):
+        parser.error(f"unknown scopes: {', '.join(sorted(unknown))}")
 
     with seeded_inbox(args.conversations, args.websites, args.seed) as (bench, seeded):
         open_streams(bench.database_url, seeded, args.online)
-        measured = views(seeded)
+        measured = views(seeded, scopes)
         (floor_p50, floor_p99), queries = asyncio.run(measure_queries(bench.database_url, seeded, measured,
                                                                       args.samples))
         base_url = bench.start_api()

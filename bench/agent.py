@@ -135,8 +135,9 @@ async def run(args, base_url: str, agent_url: str, store: EventStore) -> list[Go
         assert configured.status_code == 200, configured.text
         visitors = []
         for _ in range(args.conversations):
-            session = (await http.post("/api/chat/sessions", json={"websiteId": str(website.id)})).json()
-            headers = {"Authorization": f"ChatSession {session['sessionToken']}"}
+            started = await http.post("/api/chat/sessions", json={"websiteId": str(website.id)})
+            assert started.status_code == 200, started.text
+            headers = {"Authorization": f"ChatSession {started.json()['sessionToken']}"}
             conversation = (await http.post("/api/chat/conversations", headers=headers)).json()["_id"]
             visitors.append((headers, conversation))
         delays: list[float] = []

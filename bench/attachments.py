@@ -24,13 +24,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import Goal, finish  # noqa: E402
-from bench.serve import serve_on_fresh_database, wait_projected  # noqa: E402
+from bench.serve import serve_on_fresh_database, settled, wait_projected  # noqa: E402
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
 
@@ -121,17 +120,6 @@ def copy_round(source: Path, folder: Path, count: int, clients: int) -> float:
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(copy, range(count)))
     return time.perf_counter() - started
-
-
-def settled(base_url: str, pid: int) -> None:
-    """Waits until the server has loaded its search model (in the API process, after it listens: its
-    hundreds of MB are not the uploads') and its memory holds still."""
-    while httpx.get(f"{base_url}/readyz", timeout=30).json()["search"]["model"] != "ready":
-        time.sleep(0.5)
-    process, last = psutil.Process(pid), 0
-    while abs(process.memory_info().rss - last) > CHUNK:
-        last = process.memory_info().rss
-        time.sleep(2)
 
 
 def operator_token(database_url: str) -> str:

@@ -22,6 +22,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import Goal, finish, percentile  # noqa: E402
+from bench.serve import settled  # noqa: E402
 from tests.support.faultkit import Load, Scenario  # noqa: E402
 from tests.support.receivers import Receiver  # noqa: E402
 
@@ -70,6 +71,7 @@ def main() -> None:
             print(f"capacity {capacity:.0f} writes/s; soaking at {capacity / 2:.0f} writes/s "
                   f"({per_client:.1f}/s per client) for {args.minutes:g} min")
             time.sleep(5.0)
+            settled(scenario.service.base_url, scenario.service.proc.pid)  # the search model loaded first
             first = memory(scenario)
             began = time.monotonic()
             minute, failed = 0, 0

@@ -21,6 +21,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import secrets
 import re
 import sys
 import tempfile
@@ -38,6 +39,9 @@ from commands import admin  # noqa: E402
 from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
+
+# the server's secrets key, so that what this process seals (the website's identity secret) it can open
+SECRETS_KEY = secrets.token_urlsafe(32)
 
 DELTA = re.compile(rb'"delta":"(\d+)@([\d.]+) "')
 CREATED = re.compile(rb'event: message.created\ndata: (.*)\n')
@@ -125,7 +129,7 @@ async def direct(agent_url: str, conversations: int) -> list[float]:
 
 async def run(args, base_url: str, agent_url: str, store: EventStore) -> list[Goal]:
     org = admin.create_org(store, "bench")
-    website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-site", None)
+    website, _ = admin.create_website(store, Sealer(SECRETS_KEY), org.id, "bench-site", None)
     _, operator_token = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
     operator = {"Authorization": f"Token {operator_token}"}
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
@@ -187,7 +191,8 @@ def main() -> None:
     proc = None
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
-        env.update(PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url, PARLEY_LOG_LEVEL="WARNING",
+        env.update(PARLEY_SECRETS_KEY=SECRETS_KEY, PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url,
+                   PARLEY_LOG_LEVEL="WARNING",
                    PARLEY_WEBHOOK_ALLOW_PRIVATE="1", PARLEY_RATE_OPERATOR_PER_MINUTE="10000000",
                    PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000", PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")
         proc, base_url = start_serve(root / "data", env)

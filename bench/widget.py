@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -37,6 +38,9 @@ from events.sealing import Sealer  # noqa: E402
 from events.store import EventStore  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, HostPages  # noqa: E402
+
+# the server's secrets key, so that what this process seals (the website's identity secret) it can open
+SECRETS_KEY = secrets.token_urlsafe(32)
 
 GOAL_ADDED_MS = 20.0
 
@@ -179,11 +183,12 @@ def main() -> None:
         try:
             store = EventStore(postgres.url, pool_size=1)
             org = admin.create_org(store, "bench")
-            website, _ = admin.create_website(store, Sealer.generate(), org.id, "bench-widget", None)
+            website, _ = admin.create_website(store, Sealer(SECRETS_KEY), org.id, "bench-widget", None)
             _, operator = admin.create_operator(store, org.id, "bench@example.com", "correct horse")
             store.close()
             env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
-            env.update(PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url, PARLEY_LOG_LEVEL="WARNING",
+            env.update(PARLEY_SECRETS_KEY=SECRETS_KEY, PARLEY_DATABASE_URL=postgres.url, PARLEY_NATS_URL=nats_server.url,
+                       PARLEY_LOG_LEVEL="WARNING",
                        # each visitor's requests count under the anonymous limit, their sessions apart
                        PARLEY_RATE_OPERATOR_PER_MINUTE="10000000", PARLEY_RATE_ANONYMOUS_PER_MINUTE="10000000",
                        PARLEY_RATE_CHAT_SESSIONS_PER_MINUTE="10000000")

@@ -24,12 +24,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.serve import serve_on_fresh_database, wait_projected  # noqa: E402
+from bench.figures import Goal, finish  # noqa: E402
+from bench.serve import serve_on_fresh_database, settled, wait_projected  # noqa: E402
 from commands import admin  # noqa: E402
 from events.store import EventStore  # noqa: E402
 
@@ -122,17 +122,6 @@ def copy_round(source: Path, folder: Path, count: int, clients: int) -> float:
     return time.perf_counter() - started
 
 
-def settled(base_url: str, pid: int) -> None:
-    """Waits until the server has loaded its search model (in the API process, after it listens: its
-    hundreds of MB are not the uploads') and its memory holds still."""
-    while httpx.get(f"{base_url}/readyz", timeout=30).json()["search"]["model"] != "ready":
-        time.sleep(0.5)
-    process, last = psutil.Process(pid), 0
-    while abs(process.memory_info().rss - last) > CHUNK:
-        last = process.memory_info().rss
-        time.sleep(2)
-
-
 def operator_token(database_url: str) -> str:
     store = EventStore(database_url, pool_size=1)
     try:
@@ -145,7 +134,7 @@ def operator_token(database_url: str) -> str:
     return token
 
 
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--megabytes", type=int, default=10)
@@ -182,11 +171,9 @@ def main() -> int:
     print(f"  uploads:                 {upload_rate:8.1f} MB/s  ({upload_rate / copy_rate:.2f} of the floor)")
     print(f"  API process memory:      {before / CHUNK:8.1f} MB before, {highest / CHUNK:.1f} MB at the peak "
           f"(+{growth:.1f} MB)")
-    met = upload_rate / copy_rate >= GOAL_RATIO and growth <= GOAL_PEAK_GROWTH_MB
-    print(f"goal (at least {GOAL_RATIO} of the floor, peak growth at most {GOAL_PEAK_GROWTH_MB:.0f} MB): "
-          f"{'met' if met else 'MISSED'}")
-    return 0 if met else 1
+    finish([Goal.at_least("uploads x the floor", upload_rate / copy_rate, GOAL_RATIO, "x"),
+            Goal.at_most("API peak memory growth", growth, GOAL_PEAK_GROWTH_MB, "MB")])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

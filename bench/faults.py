@@ -6,6 +6,9 @@ credential), the 503s and connection failures meanwhile, and the write throughpu
 in the seconds after it, beside the steady-state throughput measured in the same run.
 
     uv run --extra test python bench/faults.py [--clients 4] [--rate 25] [--steady 10] [--after 5]
+
+Goals (docs/faults.md): each fault recovered within 10 s, every acknowledged write in the store exactly
+once, no request hung, and SIGTERM stopping the service within 10 s; the script exits 1 when one is missed.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import Goal, finish  # noqa: E402
 from tests.support.faultkit import Scenario, stored_messages  # noqa: E402
 from tests.support.receivers import Receiver  # noqa: E402
+
+RECOVERY_SECONDS = 10.0
 
 
 def main() -> None:
@@ -33,6 +39,7 @@ def main() -> None:
     parser.add_argument("--faults", default="postgres,nats,workers,api")
     args = parser.parse_args()
 
+    goals = []
     with tempfile.TemporaryDirectory(prefix="parley-faults-") as tmp, Receiver() as receiver:
         scenario = Scenario.start(Path(tmp) / "data", receiver, clients=args.clients, rate=args.rate or None)
         try:
@@ -54,16 +61,21 @@ def main() -> None:
                 print(f"{fault:<10}{'-' if detect is None else f'{detect:.2f}':>10}{outcome['recover_seconds']:>11.2f}"
                       f"{outcome['answers_503']:>7}{outcome['no_answer']:>11}{outcome['answers_other_errors']:>7}"
                       f"{during:>12.0f}{after:>11.0f}{after / steady:>14.2f}")
+                goals.append(Goal.at_most(f"{fault} recovered", outcome["recover_seconds"], RECOVERY_SECONDS, "s"))
             scenario.load.stop()
             stored = stored_messages(scenario.service.database_url)
             missing = [m for m in scenario.load.acknowledged if stored.get(m) != 1]
             print(f"{len(scenario.load.acknowledged)} writes acknowledged, {len(missing)} not in the store exactly "
                   f"once; {len(scenario.load.hung)} requests hung")
+            goals += [Goal("every acknowledged write stored exactly once", not missing, f"{len(missing)} not"),
+                      Goal("no request hung", not scenario.load.hung, f"{len(scenario.load.hung)} hung")]
             print("detect: '-' means no request failed (a NATS outage is absorbed by reading the store)")
         finally:
             scenario.load.stop()
             took = scenario.service.terminate()
             print(f"SIGTERM to exit: {took:.1f} s")
+            goals.append(Goal.at_most("SIGTERM to exit", took, RECOVERY_SECONDS, "s"))
+    finish(goals)
 
 
 if __name__ == "__main__":

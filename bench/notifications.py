@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import Goal, finish  # noqa: E402
 from parley.embedded import EmbeddedPostgres  # noqa: E402
 from tests.support.mail_worker import create_tables, seed, start_worker, statuses  # noqa: E402
 from tests.support.smtp import SmtpInbox  # noqa: E402
@@ -72,7 +73,7 @@ def worker_round(database_url: str, inbox: SmtpInbox, key: str, batch: str, coun
     return sent / elapsed
 
 
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--goal", type=float, default=0.15, help="least worker/floor ratio")
@@ -101,10 +102,11 @@ def main() -> int:
     print(f"messages of {size} bytes; worker: {figure:.0f} messages/s; bare smtplib loop: {floor:.0f} messages/s "
           f"({floor_before:.0f} before, {floor_after:.0f} after); ratio {ratio:.2f} (goal >= {args.goal})")
     print(f"outbox: {done}; received by the server: {len(worker_messages)}; sent twice: {len(twice)}")
-    ok = ratio >= args.goal and not twice and done.get("sent", 0) + done.get("uncertain", 0) == args.count + 2_300
-    print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+    settled = done.get("sent", 0) + done.get("uncertain", 0)
+    finish([Goal.at_least("worker x the bare loop", ratio, args.goal, "x"),
+            Goal("no message sent twice", not twice, f"{len(twice)} twice"),
+            Goal(f"every row sent or uncertain ({args.count + 2_300:,})", settled == args.count + 2_300, f"{settled:,}")])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

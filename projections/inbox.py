@@ -272,8 +272,6 @@ class InboxProjection(ReadModel):
     handlers = HANDLERS
     run_handlers = {ev.MessageCreated: _messages, ev.ConversationCreated: _conversations}
 
-    run_handlers = {ev.MessageCreated: _messages}
-
     async def apply_all(self, conn, batch) -> None:
         """The batch's events, then their changes of the tallies in one statement."""
         await super().apply_all(conn, batch)

@@ -40,6 +40,7 @@ import httpx
 import psutil
 import psycopg
 
+from bench.figures import Goal, finish
 from bench.serve import start_serve, wait_projected
 from commands import admin
 from events.sealing import Sealer
@@ -218,14 +219,10 @@ def main() -> None:
           f"(goal {NDJSON_GOAL}x); API process grew {stream_mb:.0f} MB")
     print(f"Parquet, events.export: {export_rate:,.0f} events/s = {export_rate / floor_rate:.2f}x the floor "
           f"(goal {PARQUET_GOAL}x); peak {exported['peak_mb']:.0f} MB (goal < {MEMORY_GOAL_MB} MB)")
-    missed = [goal for goal, met in (
-        (f"NDJSON at {NDJSON_GOAL}x the floor", stream_rate / floor_rate >= NDJSON_GOAL),
-        (f"Parquet at {PARQUET_GOAL}x the floor", export_rate / floor_rate >= PARQUET_GOAL),
-        (f"the export's peak under {MEMORY_GOAL_MB} MB", exported["peak_mb"] < MEMORY_GOAL_MB),
-        (f"the API process's growth under {MEMORY_GOAL_MB} MB", stream_mb < MEMORY_GOAL_MB)) if not met]
-    for goal in missed:
-        print(f"goal missed: {goal}")
-    sys.exit(1 if missed else 0)
+    finish([Goal.at_least("NDJSON x the floor", stream_rate / floor_rate, NDJSON_GOAL, "x"),
+            Goal.at_least("Parquet x the floor", export_rate / floor_rate, PARQUET_GOAL, "x"),
+            Goal.at_most("the export's peak", exported["peak_mb"], MEMORY_GOAL_MB, "MB"),
+            Goal.at_most("the API process's growth", stream_mb, MEMORY_GOAL_MB, "MB")])
 
 
 if __name__ == "__main__":

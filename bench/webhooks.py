@@ -47,7 +47,7 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.figures import percentile  # noqa: E402
+from bench.figures import Goal, finish, percentile  # noqa: E402
 from bench.serve import start_serve  # noqa: E402
 from commands import admin  # noqa: E402
 from commands.customers import CustomerCreate, create_customer  # noqa: E402
@@ -433,7 +433,7 @@ class Run:
         await asyncio.sleep(0.5)
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace) -> list[Goal]:
     root = Path(tempfile.mkdtemp(prefix="parley-bench-"))
     root.chmod(0o755)
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
@@ -480,7 +480,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace, arrivals: list[tuple[str, int, str, float]], subscriptions: list[Subscription],
-           database_url: str, figures: list[Round], floors: list[Round]) -> int:
+           database_url: str, figures: list[Round], floors: list[Round]) -> list[Goal]:
     kinds = {s.path: s.kind for s in subscriptions}
     service = [a for a in arrivals if not a[2].startswith(FLOOR_ID)]
     floor_arrived = {a[2]: a[3] for a in arrivals if a[2].startswith(FLOOR_ID)}
@@ -579,23 +579,12 @@ def report(args: argparse.Namespace, arrivals: list[tuple[str, int, str, float]]
     print(f"exactly as often as due: {'yes' if exact else 'NO'}"
           + ("" if exact else f" ({len(wrong)} wrong counts, {missing} subscriptions missing events): {wrong[:5]}"))
 
-    missed = []
-    if mean("offered") < GOAL_RATE * 0.99 or mean("kept_up") < KEPT_UP:
-        missed.append(f"rate: {mean('offered'):.0f} deliveries/s offered, healthy endpoints got "
-                      f"{mean('kept_up'):.2f}x of their share (goal: >= {GOAL_RATE:.0f}/s kept up with, >= {KEPT_UP}x)")
-    if p99 > GOAL_P99_MS:
-        missed.append(f"healthy p99 {p99:.1f} ms > {GOAL_P99_MS:.0f} ms")
-    if not exact:
-        missed.append("exactly once")
-    if mean("capacity") < FLOOR_HEADROOM * args.rate:
-        missed.append(f"the floor did {mean('capacity'):.0f} requests/s, less than {FLOOR_HEADROOM:.0f}x the rate: "
-                      "the receivers or the client are the bottleneck")
-    print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
-    for goal in missed:
-        print(f"GOAL MISSED: {goal}")
-    if not missed:
-        print("goals met: rate, healthy p99, exactly once")
-    return 1 if missed else 0
+    return [Goal.at_least("deliveries/s offered", mean("offered"), GOAL_RATE * 0.99, "/s"),
+            Goal.at_least("healthy endpoints' deliveries x their share of the offer", mean("kept_up"), KEPT_UP, "x"),
+            Goal.at_most("healthy endpoints' p99", p99, GOAL_P99_MS),
+            Goal("exactly as often as due", exact, "yes" if exact else f"{len(wrong)} wrong counts, {missing} missing"),
+            Goal.at_least("the floor's capacity (else the receivers or the client are the bottleneck)",
+                          mean("capacity"), FLOOR_HEADROOM * args.rate, "requests/s")]
 
 
 def main() -> None:
@@ -607,7 +596,7 @@ def main() -> None:
     parser.add_argument("--receivers", type=int, default=1, help="receivers processes")
     parser.add_argument("--slow-seconds", type=float, default=0.5, help="how long a slow endpoint takes to answer")
     args = parser.parse_args()
-    sys.exit(uvloop.run(run(args)))
+    finish(uvloop.run(run(args)))
 
 
 if __name__ == "__main__":

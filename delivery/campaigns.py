@@ -109,7 +109,7 @@ class Sender:
         while True:
             audience = await self._audience(pool, campaign) if campaign.recipients is None else None
             if len(appended) == BATCHES_AHEAD:
-                await self._projected(pool, appended[0])
+                await self._applied(pool, PACED_BY, appended[0])
             try:
                 progress = await asyncio.to_thread(send_step, self.store, campaign, self.batch_size,
                                                    lambda _: audience)
@@ -122,11 +122,12 @@ class Sender:
                 return
             appended.append(progress.position)
 
-    async def _projected(self, pool: AsyncConnectionPool, position: int) -> None:
-        """Returns once the read models of PACED_BY have applied the store up to `position`."""
+    @staticmethod
+    async def _applied(pool: AsyncConnectionPool, read_models: tuple[str, ...], position: int) -> None:
+        """Returns once `read_models` have applied the store up to `position`."""
         while True:
             async with pool.connection() as conn:  # not held while sleeping: other campaigns poll too
-                if min((await current_positions(conn, PACED_BY)).values()) >= position:
+                if min((await current_positions(conn, read_models)).values()) >= position:
                     return
             await asyncio.sleep(CATCH_UP_POLL_SECONDS)
 
@@ -136,10 +137,8 @@ class Sender:
         little later than the read model did: the step then records nothing, and no send is held up.)"""
         if campaign.status not in ("scheduled", "sending"):
             return None
-        head = await asyncio.to_thread(self.store.head)
+        await self._applied(pool, AUDIENCE_READ_MODELS, await asyncio.to_thread(self.store.head))
         async with pool.connection() as conn:
-            while min((await current_positions(conn, AUDIENCE_READ_MODELS)).values()) < head:
-                await asyncio.sleep(CATCH_UP_POLL_SECONDS)
             c = campaign.content
             return await audience_of(conn, c.org_id, c.website_id, c.audience)
 
